@@ -1,0 +1,59 @@
+//! A fault whose only effect is what it writes to the log: each inject,
+//! adjust and revert logs its token, so a test can check from the log alone
+//! that every injection was undone. The hostile test plugins reuse it for
+//! their well-behaved paths.
+
+use faultline_sdk::{FaultError, FaultInfo, IntensitySpec, ParamKind, ParamSpec, Platform, Settings, Target, clock, log};
+
+/// Describes a log-only fault under `name`, for every platform.
+pub fn describe(name: &str, description: &str) -> FaultInfo {
+    FaultInfo {
+        name: name.into(),
+        aliases: vec![],
+        description: description.into(),
+        platforms: vec![Platform::Backend, Platform::Frontend, Platform::Android],
+        intensity: Some(IntensitySpec::per_target("level", 0.0, 100.0, 50.0, 10.0)),
+        params: vec![ParamSpec {
+            name: "label".into(),
+            description: "Free text copied into the log records".into(),
+            kind: ParamKind::Text,
+            required: false,
+        }],
+        conflicts_with: vec![],
+    }
+}
+
+/// Injects by logging `inject <token>`; the token names target and intensity.
+pub fn inject(target: &Target, settings: &Settings) -> Result<String, FaultError> {
+    let token = format!("{}@{}#{}", target.id, settings.intensity, clock::monotonic_ms());
+    log::info(&format!("inject {token}"));
+    Ok(token)
+}
+
+/// Adjusts by logging `adjust <old> -> <new>`.
+pub fn adjust(token: &str, settings: &Settings) -> Result<String, FaultError> {
+    let target = token.split('@').next().unwrap_or_default();
+    let new = format!("{target}@{}#{}", settings.intensity, clock::monotonic_ms());
+    log::info(&format!("adjust {token} -> {new}"));
+    Ok(new)
+}
+
+/// Reverts by logging `revert <token>`.
+pub fn revert(token: &str) -> Result<(), FaultError> {
+    log::info(&format!("revert {token}"));
+    Ok(())
+}
+
+/// Refuses settings whose label says so, to test validation paths.
+pub fn validate(settings: &Settings) -> Result<(), FaultError> {
+    match settings.text("label") {
+        Some("invalid") => Err(FaultError::InvalidSettings("label `invalid` is refused".into())),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a hostile plugin should misbehave on this target: on targets
+/// named `bad...`, so a test can first get a good injection journaled.
+pub fn is_bad(target: &Target) -> bool {
+    target.name.starts_with("bad")
+}
