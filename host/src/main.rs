@@ -1,1 +1,23 @@
-fn main(){}
+use clap::Parser;
+use faultline::auth::{Role, mint_key};
+use faultline::config::{Cli, Command, HostConfig, KeysCommand, ServeArgs};
+use faultline::store::Store;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command.unwrap_or_else(|| Command::Serve(ServeArgs::default())) {
+        Command::Serve(args) => {
+            faultline::telemetry::init_logs(args.log_json);
+            faultline::serve(&HostConfig::new(cli.data_dir, &args)?).await
+        }
+        Command::Keys { command: KeysCommand::Create { name, role } } => {
+            let role = Role::parse(&role).ok_or_else(|| anyhow::anyhow!("role must be viewer, engineer or admin"))?;
+            std::fs::create_dir_all(&cli.data_dir)?;
+            let store = Store::open_sqlite(&cli.data_dir.join("faultline.db")).await?;
+            let key = mint_key(&store, &name, role, Some("cli")).await?;
+            println!("{}", key.secret);
+            Ok(())
+        }
+    }
+}

@@ -1,1 +1,14 @@
+//! Support for Faultline's end-to-end tests: building the test plugins,
+//! running the host (as a real process, or in-process with a scripted
+//! platform), and talking to it over HTTP.
 
+pub mod client;
+pub mod inproc;
+pub mod paths;
+pub mod process;
+pub mod scripted;
+
+pub use client::{Api, Reply};
+pub use inproc::{InProcessHost, Options};
+pub use process::HostProcess;
+pub use scripted::{RecordingLog, ScriptedPlatform};

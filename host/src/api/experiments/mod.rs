@@ -1,0 +1,145 @@
+//! `/experiments/{platform}/start|status|metrics|stop`: the same four routes
+//! for every platform.
+
+mod request;
+mod view;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use faultline_plugin_runtime::CallError;
+use faultline_plugin_runtime::model::{FaultError, Platform};
+use serde_json::json;
+
+pub use request::StartRequest;
+pub use view::{Metrics, Started, Status};
+
+use super::extract::{IdParam, JsonBody};
+use super::{ApiError, AppState, Problem};
+use crate::auth::{Caller, Role};
+use crate::engine::EngineError;
+use crate::platforms::ResolveError;
+use crate::store::ExperimentRow;
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::NotFound(id) => ApiError::not_found("experiment_not_found", format!("no experiment with id `{id}`")),
+            EngineError::Closed => ApiError::unavailable("shutting_down", "the host is shutting down and starts nothing new"),
+            EngineError::Store(e) => e.into(),
+        }
+    }
+}
+
+fn platform(name: &str) -> Result<Platform, ApiError> {
+    Platform::parse(name).ok_or_else(|| {
+        ApiError::not_found("unknown_platform", format!("platform `{name}` is not one of backend, frontend, android"))
+    })
+}
+
+/// The experiment, if it exists on this platform.
+async fn experiment(state: &AppState, platform_name: &str, id: &str) -> Result<ExperimentRow, ApiError> {
+    let platform = platform(platform_name)?;
+    state
+        .store
+        .experiment(id)
+        .await?
+        .filter(|row| row.platform == platform.as_str())
+        .ok_or_else(|| ApiError::not_found("experiment_not_found", format!("no {platform_name} experiment with id `{id}`")))
+}
+
+/// Starts an experiment (engineer). Everything is checked before anything
+/// is injected; the experiment begins in its baseline phase.
+#[utoipa::path(post, path = "/experiments/{platform}/start", params(("platform" = String, Path, description = "backend, frontend or android")),
+    request_body = StartRequest,
+    responses((status = 201, body = Started), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 415, body = Problem), (status = 422, body = Problem), (status = 503, body = Problem)))]
+pub async fn start(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(platform_name): Path<String>,
+    JsonBody(request): JsonBody<StartRequest>,
+) -> Result<(StatusCode, HeaderMap, Json<Started>), ApiError> {
+    caller.require(Role::Engineer)?;
+    let platform_kind = platform(&platform_name)?;
+    let entry = state.plugins.fault(&request.fault_type).ok_or_else(|| {
+        ApiError::unprocessable("unknown_fault_type", format!("no fault type or alias `{}`", request.fault_type))
+            .with(json!({ "known": state.plugins.fault_names() }))
+    })?;
+    let mut plan = request.plan(platform_kind, entry.plugin.info(), entry.plugin.name(), &state.limits)?;
+
+    let platform = state.platforms.get(platform_kind).ok_or_else(|| {
+        ApiError::unavailable("platform_unavailable", format!("the {platform_name} platform is not configured on this host"))
+    })?;
+    plan.targets = platform.resolve(&plan.selectors).await.map_err(|e| match e {
+        ResolveError::NoMatch(ref selectors) => ApiError::unprocessable("no_matching_target", e.to_string()).with(json!({ "selectors": selectors })),
+        ResolveError::Invalid(_) => ApiError::unprocessable("invalid_target", e.to_string()),
+        ResolveError::Unavailable(_) => ApiError::unavailable("platform_unavailable", e.to_string()),
+    })?;
+
+    let mut instance = entry.plugin.instantiate(None).await.map_err(plugin_failure)?;
+    instance.validate(&plan.settings(plan.intensity.requested)).await.map_err(plugin_failure)?;
+
+    let row = state.engine.start(plan.clone(), entry, platform, &caller.name).await?;
+    let mut headers = HeaderMap::new();
+    let location = format!("/experiments/{platform_name}/status?id={}", row.id);
+    headers.insert(header::LOCATION, HeaderValue::from_str(&location).expect("an ASCII path"));
+    Ok((StatusCode::CREATED, headers, Json(Started::new(&row, &plan))))
+}
+
+fn plugin_failure(e: CallError) -> ApiError {
+    match e {
+        CallError::Fault(FaultError::InvalidSettings(why)) => ApiError::unprocessable("invalid_settings", why),
+        CallError::Fault(FaultError::TargetUnavailable(why)) => ApiError::unprocessable("target_unavailable", why),
+        other => ApiError::new(StatusCode::BAD_GATEWAY, "plugin_failed", other.to_string()),
+    }
+}
+
+/// An experiment's state, phase, intensity, targets, timeline and score (viewer).
+#[utoipa::path(get, path = "/experiments/{platform}/status", params(("platform" = String, Path), ("id" = String, Query)),
+    responses((status = 200, body = Status), (status = 400, body = Problem), (status = 404, body = Problem)))]
+pub async fn status(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(platform_name): Path<String>,
+    IdParam(id): IdParam,
+) -> Result<Json<Status>, ApiError> {
+    caller.require(Role::Viewer)?;
+    let row = experiment(&state, &platform_name, &id).await?;
+    let (injections, events) = (state.store.injections(&id).await?, state.store.events(&id).await?);
+    Ok(Json(Status::new(row, injections, events)?))
+}
+
+/// Per-phase summaries and every observation (viewer).
+#[utoipa::path(get, path = "/experiments/{platform}/metrics", params(("platform" = String, Path), ("id" = String, Query)),
+    responses((status = 200, body = Metrics), (status = 400, body = Problem), (status = 404, body = Problem)))]
+pub async fn metrics(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(platform_name): Path<String>,
+    IdParam(id): IdParam,
+) -> Result<Json<Metrics>, ApiError> {
+    caller.require(Role::Viewer)?;
+    let row = experiment(&state, &platform_name, &id).await?;
+    let samples = state.store.samples(&id).await?;
+    Ok(Json(Metrics::new(row, samples)))
+}
+
+/// Stops an experiment (engineer): every fault is rolled back before the
+/// answer; the experiment ends with state `stopped`. Stopping an ended
+/// experiment changes nothing.
+#[utoipa::path(post, path = "/experiments/{platform}/stop", params(("platform" = String, Path), ("id" = String, Query)),
+    responses((status = 200, body = Status), (status = 400, body = Problem), (status = 404, body = Problem)))]
+pub async fn stop(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(platform_name): Path<String>,
+    IdParam(id): IdParam,
+) -> Result<Json<Status>, ApiError> {
+    caller.require(Role::Engineer)?;
+    experiment(&state, &platform_name, &id).await?;
+    state.engine.stop(&id, &caller.name).await?;
+    let row = experiment(&state, &platform_name, &id).await?;
+    let (injections, events) = (state.store.injections(&id).await?, state.store.events(&id).await?);
+    Ok(Json(Status::new(row, injections, events)?))
+}

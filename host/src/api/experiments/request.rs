@@ -1,0 +1,192 @@
+//! The start request and its validation into a plan. Everything here runs
+//! before anything is injected, so a bad request changes nothing.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use faultline_plugin_runtime::model::{FaultInfo, IntensityScope, ParamKind, ParamValue, Platform};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use crate::api::{ApiError, Limits};
+use crate::engine::{DEFAULT_SPLIT, Intensity, PhaseLengths, Plan};
+
+/// Default tolerance: health may fall 10 % below baseline and still count as fine.
+const DEFAULT_TOLERANCE: f64 = 0.1;
+/// Effects outlive the experiment's planned end by this much before they end themselves.
+const TTL_MARGIN_SECONDS: u64 = 60;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartRequest {
+    /// A fault type or alias, as listed by GET /fault-types.
+    pub fault_type: String,
+    /// Container names or key=value label selectors (backend), app packages
+    /// (android), route patterns (frontend).
+    #[serde(default)]
+    pub targets: Vec<String>,
+    /// Total duration in seconds (backend spelling).
+    pub duration: Option<u64>,
+    /// Total duration in seconds (android spelling); either may be used.
+    pub duration_seconds: Option<u64>,
+    /// Let intensity follow the system's health, up to `intensity`.
+    #[serde(default)]
+    pub adaptive: bool,
+    /// In the fault's unit; defaults to the fault's default. The ceiling in adaptive mode.
+    pub intensity: Option<f64>,
+    /// Parameters besides intensity, as the fault type declares them.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub params: BTreeMap<String, Value>,
+    /// Phase lengths in seconds; by default 20 % / 60 % / 20 % of the duration.
+    pub phases: Option<PhasesRequest>,
+    /// How far health may fall below baseline (0-1) and count as tolerated. Default 0.1.
+    pub tolerance: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PhasesRequest {
+    pub baseline_seconds: f64,
+    pub injecting_seconds: f64,
+    pub recovering_seconds: f64,
+}
+
+fn invalid(code: &'static str, detail: impl Into<String>) -> ApiError {
+    ApiError::unprocessable(code, detail)
+}
+
+impl StartRequest {
+    /// Checks everything that does not need the platform, and builds the plan
+    /// (targets still unresolved).
+    pub fn plan(&self, platform: Platform, fault: &FaultInfo, plugin: &str, limits: &Limits) -> Result<Plan, ApiError> {
+        if !fault.platforms.contains(&platform) {
+            let on: Vec<_> = fault.platforms.iter().map(|p| p.as_str()).collect();
+            return Err(invalid(
+                "fault_not_on_platform",
+                format!("fault type `{}` runs on {}, not {}", fault.name, on.join(", "), platform.as_str()),
+            ));
+        }
+        if self.targets.is_empty() || self.targets.iter().any(|t| t.trim().is_empty()) {
+            return Err(invalid("missing_targets", "give at least one target, and no empty one"));
+        }
+        let phases = self.phases(limits)?;
+        let intensity = self.intensity(fault)?;
+        let tolerance = self.tolerance.unwrap_or(DEFAULT_TOLERANCE);
+        if !(0.0..=1.0).contains(&tolerance) {
+            return Err(invalid("tolerance_out_of_range", "tolerance must be between 0 and 1"));
+        }
+        if self.adaptive && !intensity.graded {
+            return Err(invalid("adaptive_not_supported", format!("fault type `{}` has no intensity to adapt", fault.name)));
+        }
+        Ok(Plan {
+            platform,
+            fault_type: self.fault_type.clone(),
+            fault: fault.name.clone(),
+            plugin: plugin.into(),
+            selectors: self.targets.iter().map(|t| t.trim().to_string()).collect(),
+            targets: vec![],
+            intensity,
+            adaptive: self.adaptive,
+            sample_interval_ms: Plan::default_sample_interval(&phases),
+            ttl_seconds: u32::try_from(phases.total_ms() / 1000 + TTL_MARGIN_SECONDS).unwrap_or(u32::MAX),
+            phases,
+            params: params(&self.params, fault)?,
+            tolerance,
+        })
+    }
+
+    fn phases(&self, limits: &Limits) -> Result<PhaseLengths, ApiError> {
+        let duration = match (self.duration, self.duration_seconds) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(invalid("conflicting_durations", "duration and duration_seconds differ; give one"));
+            }
+            (a, b) => a.or(b),
+        };
+        let (min, max) = (limits.min_duration.as_secs_f64(), limits.max_duration.as_secs_f64());
+        let out_of_range = || {
+            invalid("duration_out_of_range", format!("duration must be between {min} and {max} seconds"))
+                .with(json!({ "min": min, "max": max }))
+        };
+        let phases = match (&self.phases, duration) {
+            (None, None) => return Err(invalid("missing_duration", "give duration (seconds) or phases")),
+            (None, Some(total)) => {
+                if (total as f64) < min || total as f64 > max {
+                    return Err(out_of_range());
+                }
+                PhaseLengths::split(Duration::from_secs(total), DEFAULT_SPLIT)
+            }
+            (Some(p), total) => {
+                let parts = [p.baseline_seconds, p.injecting_seconds, p.recovering_seconds];
+                if parts.iter().any(|s| !s.is_finite() || *s < 0.0) || p.injecting_seconds <= 0.0 {
+                    return Err(invalid("invalid_phases", "phase lengths must be seconds ≥ 0, and injecting > 0"));
+                }
+                let sum: f64 = parts.iter().sum();
+                if total.is_some_and(|t| (t as f64 - sum).abs() > 0.001) {
+                    return Err(invalid("phases_mismatch", format!("the phases add up to {sum} s, not the duration")));
+                }
+                if sum < min || sum > max {
+                    return Err(out_of_range());
+                }
+                let ms = |s: f64| (s * 1000.0).round() as u64;
+                PhaseLengths {
+                    baseline_ms: ms(p.baseline_seconds),
+                    injecting_ms: ms(p.injecting_seconds),
+                    recovering_ms: ms(p.recovering_seconds),
+                }
+            }
+        };
+        Ok(phases)
+    }
+
+    fn intensity(&self, fault: &FaultInfo) -> Result<Intensity, ApiError> {
+        let Some(spec) = &fault.intensity else {
+            if self.intensity.is_some_and(|i| i != 0.0) {
+                return Err(invalid("intensity_not_supported", format!("fault type `{}` takes no intensity", fault.name)));
+            }
+            return Ok(Intensity {
+                requested: 0.0,
+                min: 0.0,
+                step: 0.0,
+                unit: String::new(),
+                scope: IntensityScope::PerTarget,
+                graded: false,
+            });
+        };
+        let requested = self.intensity.unwrap_or(spec.default);
+        if !requested.is_finite() || requested < spec.min || requested > spec.max {
+            return Err(invalid(
+                "intensity_out_of_range",
+                format!("intensity for `{}` must be between {} and {} {}", fault.name, spec.min, spec.max, spec.unit),
+            )
+            .with(json!({ "min": spec.min, "max": spec.max, "unit": spec.unit })));
+        }
+        Ok(Intensity { requested, min: spec.min, step: spec.step, unit: spec.unit.clone(), scope: spec.scope, graded: true })
+    }
+}
+
+/// Checks parameters against the fault's declaration.
+fn params(given: &BTreeMap<String, Value>, fault: &FaultInfo) -> Result<Vec<(String, ParamValue)>, ApiError> {
+    let mut out = vec![];
+    for (name, value) in given {
+        let Some(spec) = fault.params.iter().find(|p| &p.name == name) else {
+            let known: Vec<_> = fault.params.iter().map(|p| p.name.as_str()).collect();
+            return Err(invalid("unknown_param", format!("fault type `{}` has no parameter `{name}`", fault.name))
+                .with(json!({ "known": known })));
+        };
+        let converted = match (spec.kind, value) {
+            (ParamKind::Number, Value::Number(n)) => n.as_f64().map(ParamValue::Number),
+            (ParamKind::Integer, Value::Number(n)) => n.as_i64().map(ParamValue::Integer),
+            (ParamKind::Text, Value::String(s)) => Some(ParamValue::Text(s.clone())),
+            (ParamKind::Flag, Value::Bool(b)) => Some(ParamValue::Flag(*b)),
+            _ => None,
+        };
+        let value = converted.ok_or_else(|| invalid("invalid_param", format!("parameter `{name}` must be of kind {:?}", spec.kind)))?;
+        out.push((name.clone(), value));
+    }
+    if let Some(missing) = fault.params.iter().find(|p| p.required && !given.contains_key(&p.name)) {
+        return Err(invalid("missing_param", format!("fault type `{}` needs parameter `{}`", fault.name, missing.name)));
+    }
+    Ok(out)
+}

@@ -1,0 +1,266 @@
+//! The bodies of the status, metrics and start responses.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::engine::Plan;
+use crate::store::{EventRow, ExperimentRow, InjectionRow, SampleRow, StoreError, now_ms};
+
+/// Answer to a start: the experiment as it begins.
+#[derive(Serialize, ToSchema)]
+pub struct Started {
+    pub id: String,
+    pub platform: String,
+    /// "running".
+    pub state: String,
+    /// "baseline".
+    pub phase: String,
+    /// As requested.
+    pub fault_type: String,
+    /// The canonical fault name (differs when an alias was requested).
+    pub fault: String,
+    pub intensity: f64,
+    pub unit: String,
+    pub adaptive: bool,
+    pub duration_seconds: f64,
+    #[schema(value_type = Object)]
+    pub phases: Value,
+    /// Every target the selectors matched.
+    pub targets: Vec<String>,
+    pub created_at: i64,
+}
+
+impl Started {
+    pub fn new(row: &ExperimentRow, plan: &Plan) -> Self {
+        Started {
+            id: row.id.clone(),
+            platform: row.platform.clone(),
+            state: row.state.clone(),
+            phase: row.phase.clone(),
+            fault_type: row.fault_type.clone(),
+            fault: plan.fault.clone(),
+            intensity: plan.intensity.requested,
+            unit: plan.intensity.unit.clone(),
+            adaptive: plan.adaptive,
+            duration_seconds: plan.phases.total_ms() as f64 / 1000.0,
+            phases: serde_json::to_value(plan.phases).unwrap_or_default(),
+            targets: plan.targets.iter().map(|t| t.name.clone()).collect(),
+            created_at: row.created_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct IntensityView {
+    /// Level in effect now (or last, once ended); null before injecting.
+    pub current: Option<f64>,
+    pub requested: f64,
+    pub unit: String,
+    pub adaptive: bool,
+    /// Adaptive mode: the highest level at which health stayed within tolerance.
+    pub max_tolerated: Option<f64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Timing {
+    pub created_at: i64,
+    pub phase_started_at: i64,
+    pub ended_at: Option<i64>,
+    pub elapsed_ms: i64,
+    pub duration_ms: u64,
+    #[schema(value_type = Object)]
+    pub phases: Value,
+}
+
+/// A target and what was done to it.
+#[derive(Serialize, ToSchema)]
+pub struct TargetStatus {
+    pub id: String,
+    pub name: String,
+    /// none, pending, active, reverted, failed or unknown.
+    pub injection: String,
+    pub intensity: Option<f64>,
+    pub error: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Event {
+    pub at: i64,
+    pub kind: String,
+    pub detail: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Status {
+    pub id: String,
+    pub platform: String,
+    /// running, completed, stopped, aborted or failed.
+    pub state: String,
+    /// baseline, injecting, recovering or completed.
+    pub phase: String,
+    pub fault_type: String,
+    pub fault: String,
+    pub plugin: String,
+    pub intensity: IntensityView,
+    pub timing: Timing,
+    pub targets: Vec<TargetStatus>,
+    /// The resilience score, once ended (not for failed experiments).
+    pub score: Option<f64>,
+    /// Components of the score and other results.
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    pub stop_reason: Option<String>,
+    pub created_by: String,
+    pub events: Vec<Event>,
+}
+
+pub fn plan_of(row: &ExperimentRow) -> Result<Plan, StoreError> {
+    serde_json::from_str(&row.plan).map_err(|e| StoreError::Corrupt(format!("plan of {}: {e}", row.id)))
+}
+
+impl Status {
+    pub fn new(row: ExperimentRow, injections: Vec<InjectionRow>, events: Vec<EventRow>) -> Result<Self, StoreError> {
+        let plan = plan_of(&row)?;
+        // The latest journal row of each target says what is in effect there.
+        let targets = plan
+            .targets
+            .iter()
+            .map(|t| {
+                let last = injections.iter().rev().find(|i| i.target_id == t.id);
+                TargetStatus {
+                    id: t.id.clone(),
+                    name: t.name.clone(),
+                    injection: last.map_or("none".into(), |i| i.state.clone()),
+                    intensity: last.map(|i| i.intensity),
+                    error: last.and_then(|i| i.error.clone()),
+                }
+            })
+            .collect();
+        Ok(Status {
+            platform: row.platform.clone(),
+            state: row.state.clone(),
+            phase: row.phase.clone(),
+            fault_type: row.fault_type.clone(),
+            fault: plan.fault.clone(),
+            plugin: row.plugin.clone(),
+            intensity: IntensityView {
+                current: row.intensity,
+                requested: plan.intensity.requested,
+                unit: plan.intensity.unit.clone(),
+                adaptive: plan.adaptive,
+                max_tolerated: row.max_tolerated,
+            },
+            timing: Timing {
+                created_at: row.created_at,
+                phase_started_at: row.phase_started_at,
+                ended_at: row.ended_at,
+                elapsed_ms: row.ended_at.unwrap_or_else(now_ms) - row.created_at,
+                duration_ms: plan.phases.total_ms(),
+                phases: serde_json::to_value(plan.phases).unwrap_or_default(),
+            },
+            targets,
+            score: row.score,
+            result: row.result.as_deref().and_then(|r| serde_json::from_str(r).ok()),
+            error: row.error.clone(),
+            stop_reason: row.stop_reason.clone(),
+            created_by: row.created_by.clone(),
+            events: events.into_iter().map(|e| Event { at: e.at_ms, kind: e.kind, detail: e.detail }).collect(),
+            id: row.id,
+        })
+    }
+}
+
+/// Mean, lowest and highest of a series.
+#[derive(Serialize, ToSchema, Default)]
+pub struct Stat {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Stat {
+    fn of(values: &[f64]) -> Option<Stat> {
+        if values.is_empty() {
+            return None;
+        }
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some(Stat { mean, min, max })
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PhaseSummary {
+    pub samples: usize,
+    pub health: Option<Stat>,
+    /// Each measurement the platform reported, summarized.
+    pub metrics: BTreeMap<String, Stat>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Sample {
+    pub at: i64,
+    pub phase: String,
+    pub intensity: Option<f64>,
+    pub health: f64,
+    #[schema(value_type = Object)]
+    pub metrics: Value,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Metrics {
+    pub id: String,
+    pub state: String,
+    pub phase: String,
+    /// Summaries for baseline, injecting and recovering.
+    pub phases: BTreeMap<String, PhaseSummary>,
+    /// Every observation, in order.
+    pub series: Vec<Sample>,
+    pub score: Option<f64>,
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<Value>,
+}
+
+impl Metrics {
+    pub fn new(row: ExperimentRow, samples: Vec<SampleRow>) -> Self {
+        let series: Vec<Sample> = samples
+            .into_iter()
+            .map(|s| Sample {
+                at: s.at_ms,
+                phase: s.phase,
+                intensity: s.intensity,
+                health: s.health,
+                metrics: serde_json::from_str(&s.metrics).unwrap_or_default(),
+            })
+            .collect();
+        let mut phases = BTreeMap::new();
+        for phase in ["baseline", "injecting", "recovering"] {
+            let in_phase: Vec<&Sample> = series.iter().filter(|s| s.phase == phase).collect();
+            let health: Vec<f64> = in_phase.iter().map(|s| s.health).collect();
+            let mut by_metric: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+            for sample in &in_phase {
+                for (name, value) in sample.metrics.as_object().into_iter().flatten() {
+                    if let Some(v) = value.as_f64() {
+                        by_metric.entry(name.clone()).or_default().push(v);
+                    }
+                }
+            }
+            let metrics = by_metric.into_iter().filter_map(|(k, v)| Stat::of(&v).map(|s| (k, s))).collect();
+            phases.insert(phase.to_string(), PhaseSummary { samples: in_phase.len(), health: Stat::of(&health), metrics });
+        }
+        Metrics {
+            id: row.id,
+            state: row.state,
+            phase: row.phase,
+            phases,
+            series,
+            score: row.score,
+            result: row.result.as_deref().and_then(|r| serde_json::from_str(r).ok()),
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Extractors whose every rejection is a problem+json with a stable code.
+
+use axum::body::{Bytes, to_bytes};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+
+use super::ApiError;
+
+/// Largest JSON body accepted.
+pub const MAX_JSON_BYTES: usize = 64 << 10;
+
+/// A JSON body: 415 without a JSON content type, 413 when too large, 400
+/// when it is not JSON, 422 when it is JSON of the wrong shape.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _: &S) -> Result<Self, ApiError> {
+        let content_type = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+        if essence != "application/json" && !essence.ends_with("+json") {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send the body as application/json",
+            ));
+        }
+        let bytes = body_bytes(req, MAX_JSON_BYTES).await?;
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(json_error)
+    }
+}
+
+/// Reads a body up to `limit` bytes; 413 beyond it.
+pub async fn body_bytes(req: Request, limit: usize) -> Result<Bytes, ApiError> {
+    to_bytes(req.into_body(), limit).await.map_err(|_| {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("the body is larger than {limit} bytes"))
+    })
+}
+
+fn json_error(e: serde_json::Error) -> ApiError {
+    use serde_json::error::Category;
+    let detail = e.to_string();
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => ApiError::bad_request("malformed_json", format!("the body is not valid JSON: {detail}")),
+        Category::Data if detail.contains("unknown field") => ApiError::unprocessable("unknown_field", detail),
+        Category::Data if detail.contains("missing field") => ApiError::unprocessable("missing_field", detail),
+        Category::Data => ApiError::unprocessable("invalid_field", detail),
+    }
+}
+
+/// The `id` query parameter of the status, metrics and stop routes.
+pub struct IdParam(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdParam {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or_default();
+        let id = query
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .find(|(k, _)| *k == "id")
+            .map(|(_, v)| v.to_string())
+            .filter(|v| !v.is_empty());
+        let id = id.ok_or_else(|| ApiError::bad_request("missing_id", "give the experiment as ?id=<experiment id>"))?;
+        uuid::Uuid::parse_str(&id)
+            .map(|u| IdParam(u.to_string()))
+            .map_err(|_| ApiError::not_found("experiment_not_found", format!("no experiment with id `{id}`")))
+    }
+}

@@ -1,0 +1,105 @@
+//! The REST API: one module per resource, one handler per route, errors as
+//! problem+json. The OpenAPI document is collected from the handlers.
+
+mod error;
+mod experiments;
+mod extract;
+mod faults;
+mod health;
+mod keys;
+mod plugins;
+mod telemetry;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub use error::{ApiError, Problem};
+
+use crate::engine::Engine;
+use crate::platforms::Platforms;
+use crate::plugins::PluginRegistry;
+use crate::store::Store;
+use crate::telemetry::Metrics;
+
+/// Largest request body: a plugin component. JSON bodies have their own, smaller limit.
+pub const MAX_BODY_BYTES: usize = 16 << 20;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub engine: Engine,
+    pub plugins: Arc<PluginRegistry>,
+    pub platforms: Platforms,
+    pub metrics: Arc<Metrics>,
+    pub limits: Limits,
+}
+
+/// Bounds on what a request may ask for.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub min_duration: Duration,
+    pub max_duration: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { min_duration: Duration::from_secs(1), max_duration: Duration::from_secs(24 * 3600) }
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Faultline", description = "Chaos experiment control service"),
+    components(schemas(Problem)),
+    modifiers(&ApiKeyScheme),
+    security(("api_key" = []))
+)]
+struct ApiDoc;
+
+struct ApiKeyScheme;
+
+impl utoipa::Modify for ApiKeyScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("api_key", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new(crate::auth::KEY_HEADER))));
+    }
+}
+
+/// Every route, with the OpenAPI document built from the same handlers.
+pub fn router(state: AppState) -> Router {
+    let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(health::health))
+        .routes(routes!(keys::create_key, keys::list_keys))
+        .routes(routes!(keys::revoke_key))
+        .routes(routes!(faults::list_fault_types))
+        .routes(routes!(plugins::list_plugins))
+        .routes(routes!(plugins::get_plugin, plugins::create_plugin, plugins::replace_plugin, plugins::delete_plugin))
+        .routes(routes!(experiments::start))
+        .routes(routes!(experiments::status))
+        .routes(routes!(experiments::metrics))
+        .routes(routes!(experiments::stop))
+        .routes(routes!(telemetry::prometheus))
+        .split_for_parts();
+    let openapi = Arc::new(openapi);
+    router
+        .route("/openapi.json", axum::routing::get(move |caller: crate::auth::Caller| telemetry::openapi(caller, openapi.clone())))
+        .fallback(|| async { ApiError::not_found("no_such_route", "no route matches this path") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not accept that method")
+        })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(TraceLayer::new_for_http())
+        .layer(CatchPanicLayer::custom(|_| ApiError::internal("the request failed inside the host").into_response()))
+        .with_state(state)
+}

@@ -1,0 +1,134 @@
+use axum::Json;
+use axum::extract::{Path, Request, State};
+use axum::http::StatusCode;
+use faultline_plugin_runtime::LoadError;
+use serde::Serialize;
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::extract::body_bytes;
+use super::{ApiError, AppState, MAX_BODY_BYTES, Problem};
+use crate::auth::{Caller, Role};
+use crate::plugins::{PluginEntry, RegistryError, Source};
+
+/// A loaded plugin.
+#[derive(Serialize, ToSchema)]
+pub struct PluginInfo {
+    name: String,
+    /// The fault type it provides.
+    fault_type: String,
+    aliases: Vec<String>,
+    source: Source,
+    /// SHA-256 of the component.
+    digest: String,
+    /// Capabilities granted by the operator.
+    grants: Vec<String>,
+    loaded_at: i64,
+}
+
+impl From<&PluginEntry> for PluginInfo {
+    fn from(e: &PluginEntry) -> Self {
+        PluginInfo {
+            name: e.plugin.name().into(),
+            fault_type: e.plugin.info().name.clone(),
+            aliases: e.plugin.info().aliases.clone(),
+            source: e.source,
+            digest: e.plugin.digest().into(),
+            grants: e.plugin.grants().iter().map(|c| c.interface().to_string()).collect(),
+            loaded_at: e.loaded_at,
+        }
+    }
+}
+
+impl From<RegistryError> for ApiError {
+    fn from(e: RegistryError) -> Self {
+        let detail = e.to_string();
+        match e {
+            RegistryError::Load(LoadError::NotGranted { import, granted }) => {
+                ApiError::unprocessable("capability_not_granted", detail).with(json!({ "import": import, "granted": granted }))
+            }
+            RegistryError::Load(LoadError::Invalid(_)) => ApiError::unprocessable("invalid_component", detail),
+            RegistryError::Load(LoadError::Describe(_)) => ApiError::unprocessable("plugin_describe_failed", detail),
+            RegistryError::Load(LoadError::Cache(_)) | RegistryError::Io(_) => ApiError::internal(detail),
+            RegistryError::BadName(_) => ApiError::unprocessable("invalid_plugin_name", detail),
+            RegistryError::Exists(_) => ApiError::conflict("plugin_exists", detail),
+            RegistryError::NotFound(_) => ApiError::not_found("plugin_not_found", detail),
+            RegistryError::Builtin(_) => ApiError::conflict("builtin_plugin", detail),
+            RegistryError::FaultTaken { .. } => ApiError::conflict("fault_type_taken", detail),
+        }
+    }
+}
+
+/// Lists loaded plugins (viewer).
+#[utoipa::path(get, path = "/plugins", responses((status = 200, body = [PluginInfo]), (status = 401, body = Problem)))]
+pub async fn list_plugins(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<PluginInfo>>, ApiError> {
+    caller.require(Role::Viewer)?;
+    Ok(Json(state.plugins.list().iter().map(|e| PluginInfo::from(e.as_ref())).collect()))
+}
+
+/// One loaded plugin (viewer).
+#[utoipa::path(get, path = "/plugins/{name}", params(("name" = String, Path)),
+    responses((status = 200, body = PluginInfo), (status = 404, body = Problem)))]
+pub async fn get_plugin(State(state): State<AppState>, caller: Caller, Path(name): Path<String>) -> Result<Json<PluginInfo>, ApiError> {
+    caller.require(Role::Viewer)?;
+    let entry = state.plugins.plugin(&name).ok_or(RegistryError::NotFound(name))?;
+    Ok(Json(PluginInfo::from(entry.as_ref())))
+}
+
+async fn install(state: &AppState, caller: &Caller, name: &str, req: Request, replace: bool) -> Result<(StatusCode, Json<PluginInfo>), ApiError> {
+    caller.require(Role::Admin)?;
+    let existed = state.plugins.plugin(name).is_some();
+    let bytes = body_bytes(req, MAX_BODY_BYTES).await?;
+    if bytes.is_empty() {
+        return Err(ApiError::unprocessable("invalid_component", "the body is empty; send the component's bytes"));
+    }
+    let entry = state.plugins.install(name, &bytes, replace).await?;
+    tracing::info!(plugin = name, fault = %entry.plugin.info().name, by = %caller.name, replaced = existed, "plugin loaded");
+    let status = if existed { StatusCode::OK } else { StatusCode::CREATED };
+    Ok((status, Json(PluginInfo::from(entry.as_ref()))))
+}
+
+/// Loads a new plugin from the component in the body (admin). It is
+/// available at once, and kept in the plugins directory.
+#[utoipa::path(post, path = "/plugins/{name}", params(("name" = String, Path)),
+    request_body(content = Vec<u8>, content_type = "application/wasm"),
+    responses((status = 201, body = PluginInfo), (status = 409, body = Problem), (status = 422, body = Problem)))]
+pub async fn create_plugin(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<(StatusCode, Json<PluginInfo>), ApiError> {
+    install(&state, &caller, &name, req, false).await
+}
+
+/// Loads or replaces a plugin (admin). Experiments already running on the
+/// old version finish on it.
+#[utoipa::path(put, path = "/plugins/{name}", params(("name" = String, Path)),
+    request_body(content = Vec<u8>, content_type = "application/wasm"),
+    responses((status = 200, body = PluginInfo), (status = 201, body = PluginInfo), (status = 422, body = Problem)))]
+pub async fn replace_plugin(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<(StatusCode, Json<PluginInfo>), ApiError> {
+    install(&state, &caller, &name, req, true).await
+}
+
+/// Unloads a plugin and deletes its file (admin); refused while an
+/// experiment runs on it or the journal holds faults only it can revert.
+#[utoipa::path(delete, path = "/plugins/{name}", params(("name" = String, Path)),
+    responses((status = 204), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn delete_plugin(State(state): State<AppState>, caller: Caller, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
+    caller.require(Role::Admin)?;
+    if state.plugins.plugin(&name).is_none() {
+        return Err(RegistryError::NotFound(name).into());
+    }
+    if state.engine.plugin_in_use(&name).await? {
+        return Err(ApiError::conflict("plugin_in_use", format!("plugin `{name}` has a running experiment or unreverted faults")));
+    }
+    state.plugins.unload(&name)?;
+    tracing::info!(plugin = %name, by = %caller.name, "plugin unloaded");
+    Ok(StatusCode::NO_CONTENT)
+}

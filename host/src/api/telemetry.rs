@@ -1,0 +1,23 @@
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+
+use super::{ApiError, AppState, Problem};
+use crate::auth::{Caller, Role};
+
+/// Prometheus metrics in the text format (viewer).
+#[utoipa::path(get, path = "/metrics", responses((status = 200, content_type = "text/plain", body = String), (status = 401, body = Problem)))]
+pub async fn prometheus(State(state): State<AppState>, caller: Caller) -> Result<impl IntoResponse, ApiError> {
+    caller.require(Role::Viewer)?;
+    state.metrics.set_experiment_counts(&state.store.count_experiments_by_state().await?);
+    Ok(([(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], state.metrics.encode()))
+}
+
+/// The OpenAPI document of every route (viewer).
+pub async fn openapi(caller: Caller, doc: Arc<utoipa::openapi::OpenApi>) -> Result<impl IntoResponse, ApiError> {
+    caller.require(Role::Viewer)?;
+    Ok(Json(doc.as_ref().clone()))
+}

@@ -1,0 +1,110 @@
+//! Command line and the host's configuration.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::api::Limits;
+use crate::plugins::GrantPolicy;
+
+#[derive(Parser)]
+#[command(name = "faultline", version, about = "Chaos experiment control service")]
+pub struct Cli {
+    /// Where the SQLite store, the plugins directory and caches live.
+    #[arg(long, env = "FAULTLINE_DATA_DIR", default_value = "faultline-data", global = true)]
+    pub data_dir: PathBuf,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Serve the API (the default).
+    Serve(ServeArgs),
+    /// Manage API keys directly in the store.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum KeysCommand {
+    /// Create a key and print it once.
+    Create {
+        #[arg(long)]
+        name: String,
+        /// viewer, engineer or admin.
+        #[arg(long, default_value = "engineer")]
+        role: String,
+    },
+}
+
+#[derive(Parser, Clone)]
+#[command(name = "serve")]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "FAULTLINE_LISTEN", default_value = "127.0.0.1:7878")]
+    pub listen: SocketAddr,
+    /// Operator plugins; defaults to <data-dir>/plugins.
+    #[arg(long, env = "FAULTLINE_PLUGINS_DIR")]
+    pub plugins_dir: Option<PathBuf>,
+    /// Capabilities granted to a plugin, as name=cap,cap (caps: log, clock, docker, adb, proxy). Repeatable.
+    #[arg(long = "grant", value_name = "NAME=CAPS")]
+    pub grants: Vec<String>,
+    /// Capabilities of operator plugins not named by --grant.
+    #[arg(long, default_value = "log,clock")]
+    pub default_grants: String,
+    /// Wall-clock budget of one call into a plugin, in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    pub plugin_call_timeout_ms: u64,
+    /// Memory cap of one plugin instance, in MiB.
+    #[arg(long, default_value_t = 64)]
+    pub plugin_memory_mb: usize,
+    /// Use wasmtime's pooling allocator (faster instantiation, memory reserved up front).
+    #[arg(long)]
+    pub pooling: bool,
+    /// Longest experiment accepted, in seconds.
+    #[arg(long, default_value_t = 24 * 3600)]
+    pub max_duration_seconds: u64,
+    /// Log JSON lines instead of text.
+    #[arg(long, env = "FAULTLINE_LOG_JSON")]
+    pub log_json: bool,
+}
+
+impl Default for ServeArgs {
+    fn default() -> Self {
+        ServeArgs::parse_from(["serve"])
+    }
+}
+
+/// Everything the host needs to start.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    pub data_dir: PathBuf,
+    pub plugins_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub grants: GrantPolicy,
+    pub plugin_call_timeout: Duration,
+    pub plugin_memory_limit: usize,
+    pub pooling: bool,
+    pub limits: Limits,
+}
+
+impl HostConfig {
+    pub fn new(data_dir: PathBuf, args: &ServeArgs) -> anyhow::Result<Self> {
+        let grants = GrantPolicy::parse(&args.grants, &args.default_grants).map_err(anyhow::Error::msg)?;
+        Ok(HostConfig {
+            plugins_dir: args.plugins_dir.clone().unwrap_or_else(|| data_dir.join("plugins")),
+            data_dir,
+            listen: args.listen,
+            grants,
+            plugin_call_timeout: Duration::from_millis(args.plugin_call_timeout_ms),
+            plugin_memory_limit: args.plugin_memory_mb << 20,
+            pooling: args.pooling,
+            limits: Limits { max_duration: Duration::from_secs(args.max_duration_seconds), ..Limits::default() },
+        })
+    }
+}

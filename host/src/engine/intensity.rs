@@ -1,0 +1,135 @@
+//! How intensity moves during injecting: a progressive ramp by default, an
+//! adaptive controller on request.
+
+use super::plan::Intensity;
+
+/// The most levels a ramp goes through, however small the step.
+const MAX_RAMP_LEVELS: usize = 10;
+
+/// Rises in the fault's steps to the requested intensity, holding each
+/// level for an equal share of the injecting phase.
+#[derive(Debug, Clone)]
+pub struct Ramp {
+    levels: Vec<f64>,
+    injecting_ms: u64,
+}
+
+impl Ramp {
+    pub fn new(intensity: &Intensity, injecting_ms: u64) -> Self {
+        let target = intensity.requested;
+        if !intensity.graded || intensity.step <= 0.0 || target <= intensity.min {
+            return Ramp { levels: vec![target], injecting_ms };
+        }
+        let span = target - intensity.min;
+        let count = ((span / intensity.step).ceil() as usize).clamp(1, MAX_RAMP_LEVELS);
+        let levels = (1..=count).map(|k| intensity.min + span * k as f64 / count as f64).collect();
+        Ramp { levels, injecting_ms }
+    }
+
+    /// The level at a moment of the injecting phase.
+    pub fn level_at(&self, elapsed_ms: u64) -> f64 {
+        let share = self.injecting_ms.max(1) / self.levels.len() as u64;
+        let index = (elapsed_ms / share.max(1)) as usize;
+        self.levels[index.min(self.levels.len() - 1)]
+    }
+
+    pub fn levels(&self) -> &[f64] {
+        &self.levels
+    }
+}
+
+/// Raises intensity while health stays within tolerance of the baseline,
+/// backs off when it does not, and remembers the highest level tolerated.
+#[derive(Debug, Clone)]
+pub struct Adaptive {
+    current: f64,
+    floor: f64,
+    ceiling: f64,
+    step: f64,
+    /// Lowest health still counted as tolerated.
+    threshold: f64,
+    max_tolerated: Option<f64>,
+}
+
+impl Adaptive {
+    pub fn new(intensity: &Intensity, baseline_health: f64, tolerance: f64) -> Self {
+        let floor = intensity.min.max(0.0);
+        let first = (floor + intensity.step).min(intensity.requested).max(floor);
+        Adaptive {
+            current: if intensity.graded { first } else { intensity.requested },
+            floor,
+            ceiling: intensity.requested,
+            step: intensity.step,
+            threshold: baseline_health * (1.0 - tolerance),
+            max_tolerated: None,
+        }
+    }
+
+    pub fn current(&self) -> f64 {
+        self.current
+    }
+
+    pub fn max_tolerated(&self) -> Option<f64> {
+        self.max_tolerated
+    }
+
+    /// Takes the health measured at the current level; returns the next level.
+    pub fn observe(&mut self, health: f64) -> f64 {
+        if health >= self.threshold {
+            self.max_tolerated = Some(self.max_tolerated.map_or(self.current, |m| m.max(self.current)));
+            self.current = (self.current + self.step).min(self.ceiling);
+        } else {
+            self.current = (self.current - self.step).max(self.floor.max(self.step.min(self.ceiling)));
+        }
+        self.current
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use faultline_plugin_runtime::model::IntensityScope;
+
+    fn intensity(requested: f64, step: f64) -> Intensity {
+        Intensity { requested, min: 0.0, step, unit: "percent".into(), scope: IntensityScope::PerTarget, graded: true }
+    }
+
+    #[test]
+    fn ramp_climbs_in_steps_to_the_requested_level() {
+        let ramp = Ramp::new(&intensity(80.0, 20.0), 4000);
+        assert_eq!(ramp.levels(), &[20.0, 40.0, 60.0, 80.0]);
+        assert_eq!(ramp.level_at(0), 20.0);
+        assert_eq!(ramp.level_at(1999), 40.0);
+        assert_eq!(ramp.level_at(3999), 80.0);
+        assert_eq!(ramp.level_at(10_000), 80.0);
+    }
+
+    #[test]
+    fn ramp_never_has_more_than_ten_levels() {
+        let ramp = Ramp::new(&intensity(1000.0, 1.0), 10_000);
+        assert_eq!(ramp.levels().len(), 10);
+        assert_eq!(*ramp.levels().last().unwrap(), 1000.0);
+    }
+
+    #[test]
+    fn adaptive_rises_while_tolerated_and_backs_off_when_not() {
+        let mut a = Adaptive::new(&intensity(100.0, 10.0), 1.0, 0.2);
+        assert_eq!(a.current(), 10.0);
+        assert_eq!(a.observe(0.95), 20.0);
+        assert_eq!(a.observe(0.90), 30.0);
+        assert_eq!(a.observe(0.50), 20.0);
+        assert_eq!(a.max_tolerated(), Some(20.0));
+        assert_eq!(a.observe(0.99), 30.0);
+        assert_eq!(a.max_tolerated(), Some(20.0));
+    }
+
+    #[test]
+    fn adaptive_never_exceeds_the_requested_ceiling() {
+        let mut a = Adaptive::new(&intensity(25.0, 10.0), 1.0, 0.1);
+        for _ in 0..10 {
+            a.observe(1.0);
+        }
+        assert_eq!(a.current(), 25.0);
+        assert_eq!(a.max_tolerated(), Some(25.0));
+    }
+}

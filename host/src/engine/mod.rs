@@ -1,0 +1,227 @@
+//! The experiment engine: phases, intensity, rollback and the journal.
+//!
+//! `state` is `running` until the end, then one of `completed`, `stopped` (a
+//! user, or the host shutting down), `aborted` (a guardrail) or `failed` (a
+//! driver or platform failed, or the host died mid-run). `phase` moves
+//! baseline → injecting → recovering → completed; every exit path passes
+//! through the rollback.
+
+pub mod intensity;
+pub mod plan;
+mod recovery;
+mod run;
+pub mod score;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use plan::{DEFAULT_SPLIT, Intensity, PhaseLengths, Plan};
+pub use recovery::RecoveryReport;
+
+use crate::platforms::Platform;
+use crate::plugins::{PluginEntry, PluginRegistry};
+use crate::store::{ExperimentRow, Store, StoreError, now_ms};
+use crate::telemetry::Metrics;
+
+/// How long a shutdown waits for running experiments to roll back.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Baseline,
+    Injecting,
+    Recovering,
+    Completed,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Baseline => "baseline",
+            Phase::Injecting => "injecting",
+            Phase::Recovering => "recovering",
+            Phase::Completed => "completed",
+        }
+    }
+}
+
+/// Why an experiment is ending before its natural end.
+#[derive(Debug, Clone)]
+pub enum Interrupt {
+    Stopped { by: String },
+    Shutdown,
+    Aborted(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("no experiment with id `{0}`")]
+    NotFound(String),
+    #[error("the host is shutting down")]
+    Closed,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+struct Running {
+    cancel: CancellationToken,
+    interrupt: Arc<Mutex<Option<Interrupt>>>,
+    done: watch::Receiver<bool>,
+    plugin: String,
+}
+
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    plugins: Arc<PluginRegistry>,
+    metrics: Arc<Metrics>,
+    running: Mutex<HashMap<String, Running>>,
+    tasks: TaskTracker,
+    closed: AtomicBool,
+}
+
+impl Engine {
+    pub fn new(store: Store, plugins: Arc<PluginRegistry>, metrics: Arc<Metrics>) -> Self {
+        Engine {
+            inner: Arc::new(Inner {
+                store,
+                plugins,
+                metrics,
+                running: Mutex::default(),
+                tasks: TaskTracker::new(),
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub fn plugins(&self) -> &Arc<PluginRegistry> {
+        &self.inner.plugins
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.inner.metrics
+    }
+
+    /// Records the experiment and starts running it; returns its stored row.
+    pub async fn start(
+        &self,
+        plan: Plan,
+        plugin: Arc<PluginEntry>,
+        platform: Arc<dyn Platform>,
+        created_by: &str,
+    ) -> Result<ExperimentRow, EngineError> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(EngineError::Closed);
+        }
+        let now = now_ms();
+        let row = ExperimentRow {
+            id: uuid::Uuid::new_v4().to_string(),
+            platform: plan.platform.as_str().into(),
+            fault_type: plan.fault_type.clone(),
+            plugin: plan.plugin.clone(),
+            state: "running".into(),
+            phase: Phase::Baseline.as_str().into(),
+            plan: serde_json::to_string(&plan).expect("a plan serializes"),
+            intensity: None,
+            max_tolerated: None,
+            score: None,
+            result: None,
+            error: None,
+            stop_reason: None,
+            created_by: created_by.into(),
+            created_at: now,
+            phase_started_at: now,
+            ended_at: None,
+        };
+        self.inner.store.insert_experiment(&row).await?;
+        self.inner.store.add_event(&row.id, "phase", "baseline").await?;
+
+        let cancel = CancellationToken::new();
+        let interrupt = Arc::new(Mutex::new(None));
+        let (done_tx, done) = watch::channel(false);
+        self.inner.running.lock().expect("running lock").insert(
+            row.id.clone(),
+            Running { cancel: cancel.clone(), interrupt: interrupt.clone(), done, plugin: plan.plugin.clone() },
+        );
+        let run = run::Run::new(row.id.clone(), plan, plugin, platform, self.inner.store.clone(), self.inner.metrics.clone(), cancel, interrupt);
+        let engine = self.clone();
+        let id = row.id.clone();
+        self.inner.tasks.spawn(async move {
+            run.run().await;
+            engine.inner.running.lock().expect("running lock").remove(&id);
+            let _ = done_tx.send(true);
+        });
+        Ok(row)
+    }
+
+    /// Stops an experiment: faults are rolled back before this returns.
+    /// Stopping one that has already ended changes nothing.
+    pub async fn stop(&self, id: &str, by: &str) -> Result<(), EngineError> {
+        let done = {
+            let running = self.inner.running.lock().expect("running lock");
+            running.get(id).map(|r| {
+                r.interrupt.lock().expect("interrupt lock").get_or_insert(Interrupt::Stopped { by: by.into() });
+                r.cancel.cancel();
+                r.done.clone()
+            })
+        };
+        match done {
+            Some(mut done) => {
+                let _ = done.wait_for(|d| *d).await;
+                Ok(())
+            }
+            None if self.inner.store.experiment(id).await?.is_some() => Ok(()),
+            None => Err(EngineError::NotFound(id.into())),
+        }
+    }
+
+    /// Ends every running experiment with `interrupt`, waiting for their rollbacks.
+    async fn interrupt_all(&self, interrupt: Interrupt) {
+        let mut waits = vec![];
+        for r in self.inner.running.lock().expect("running lock").values() {
+            r.interrupt.lock().expect("interrupt lock").get_or_insert(interrupt.clone());
+            r.cancel.cancel();
+            waits.push(r.done.clone());
+        }
+        for mut done in waits {
+            let _ = done.wait_for(|d| *d).await;
+        }
+    }
+
+    /// Refuses new experiments, rolls back the running ones, and waits for them.
+    pub async fn shutdown(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.interrupt_all(Interrupt::Shutdown)).await.is_err() {
+            tracing::error!("rollbacks did not finish within {SHUTDOWN_GRACE:?}; the journal keeps what is left for the next start");
+        }
+        self.inner.tasks.close();
+        self.inner.tasks.wait().await;
+    }
+
+    pub fn is_running(&self, id: &str) -> bool {
+        self.inner.running.lock().expect("running lock").contains_key(id)
+    }
+
+    /// Whether a plugin is needed: an experiment runs on it, or the journal
+    /// holds faults only it can revert.
+    pub async fn plugin_in_use(&self, plugin: &str) -> Result<bool, StoreError> {
+        let running = self.inner.running.lock().expect("running lock").values().any(|r| r.plugin == plugin);
+        Ok(running || self.inner.store.open_injections_of_plugin(plugin).await? > 0)
+    }
+}

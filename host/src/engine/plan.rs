@@ -1,0 +1,79 @@
+//! What an experiment will do, fixed when it starts.
+
+use std::time::Duration;
+
+use faultline_plugin_runtime::model::{IntensityScope, ParamValue, Platform, Settings, Target};
+use serde::{Deserialize, Serialize};
+
+/// Default share of the duration for baseline, injecting and recovering.
+pub const DEFAULT_SPLIT: (f64, f64, f64) = (0.2, 0.6, 0.2);
+
+/// The validated plan of an experiment; stored with it as JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub platform: Platform,
+    /// As requested (an alias stays an alias here).
+    pub fault_type: String,
+    /// The canonical fault name.
+    pub fault: String,
+    pub plugin: String,
+    /// Targets as requested: names or key=value selectors.
+    pub selectors: Vec<String>,
+    /// Every target they matched when the experiment started.
+    pub targets: Vec<Target>,
+    pub intensity: Intensity,
+    pub adaptive: bool,
+    pub phases: PhaseLengths,
+    pub params: Vec<(String, ParamValue)>,
+    pub sample_interval_ms: u64,
+    /// Adaptive mode: how far below baseline health may fall and still count as tolerated (0-1).
+    pub tolerance: f64,
+    /// Seconds every effect is given to live: the experiment's remaining time plus a margin.
+    pub ttl_seconds: u32,
+}
+
+/// The intensity model: the requested level in the fault's unit, and how
+/// the fault declared it moves.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Intensity {
+    pub requested: f64,
+    pub min: f64,
+    pub step: f64,
+    pub unit: String,
+    pub scope: IntensityScope,
+    /// False for on/off faults: no ramp, no adaptation.
+    pub graded: bool,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct PhaseLengths {
+    pub baseline_ms: u64,
+    pub injecting_ms: u64,
+    pub recovering_ms: u64,
+}
+
+impl PhaseLengths {
+    pub fn split(total: Duration, split: (f64, f64, f64)) -> Self {
+        let total = total.as_millis() as f64;
+        let baseline_ms = (total * split.0).round() as u64;
+        let recovering_ms = (total * split.2).round() as u64;
+        let injecting_ms = (total as u64).saturating_sub(baseline_ms + recovering_ms);
+        PhaseLengths { baseline_ms, injecting_ms, recovering_ms }
+    }
+
+    pub fn total_ms(&self) -> u64 {
+        self.baseline_ms + self.injecting_ms + self.recovering_ms
+    }
+}
+
+impl Plan {
+    /// Settings for the driver at a given intensity.
+    pub fn settings(&self, intensity: f64) -> Settings {
+        Settings { intensity, params: self.params.clone(), ttl_seconds: self.ttl_seconds }
+    }
+
+    /// A sampling interval that gives every phase several observations.
+    pub fn default_sample_interval(phases: &PhaseLengths) -> u64 {
+        (phases.total_ms() / 40).clamp(100, 2000)
+    }
+}

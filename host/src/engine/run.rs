@@ -1,0 +1,447 @@
+//! One experiment, from baseline to completed.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use faultline_plugin_runtime::model::{FaultError, IntensityScope, Target};
+use faultline_plugin_runtime::{CallError, FaultInstance};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::intensity::{Adaptive, Ramp};
+use super::plan::Plan;
+use super::score::{ScoreInputs, score};
+use super::{Interrupt, Phase};
+use crate::platforms::{Observation, Platform};
+use crate::plugins::PluginEntry;
+use crate::store::{InjectionRow, InjectionState, SampleRow, Store, now_ms};
+use crate::telemetry::Metrics;
+
+/// Attempts at reverting one injection before it is left to the journal.
+const REVERT_ATTEMPTS: u32 = 3;
+/// In-band observations in a row that count as recovered.
+const RECOVERED_AFTER_SAMPLES: usize = 2;
+
+/// An injection that is in effect.
+struct Active {
+    journal_id: String,
+    target: Target,
+    token: String,
+}
+
+/// Why injecting ended early with a failure.
+struct Failure(String);
+
+pub(super) struct Run {
+    id: String,
+    plan: Plan,
+    plugin: Arc<PluginEntry>,
+    platform: Arc<dyn Platform>,
+    store: Store,
+    metrics: Arc<Metrics>,
+    cancel: CancellationToken,
+    interrupt: Arc<Mutex<Option<Interrupt>>>,
+    instance: Option<FaultInstance>,
+    active: Vec<Active>,
+    level: f64,
+    max_tolerated: Option<f64>,
+    seq: i64,
+    baseline: Vec<f64>,
+    injecting: Vec<f64>,
+}
+
+impl Run {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        id: String,
+        plan: Plan,
+        plugin: Arc<PluginEntry>,
+        platform: Arc<dyn Platform>,
+        store: Store,
+        metrics: Arc<Metrics>,
+        cancel: CancellationToken,
+        interrupt: Arc<Mutex<Option<Interrupt>>>,
+    ) -> Self {
+        Run {
+            id,
+            plan,
+            plugin,
+            platform,
+            store,
+            metrics,
+            cancel,
+            interrupt,
+            instance: None,
+            active: vec![],
+            level: 0.0,
+            max_tolerated: None,
+            seq: 0,
+            baseline: vec![],
+            injecting: vec![],
+        }
+    }
+
+    pub(super) async fn run(mut self) {
+        let failure = match self.baseline_and_inject().await {
+            Ok(()) => None,
+            Err(Failure(reason)) => Some(reason),
+        };
+        self.enter(Phase::Recovering).await;
+        let rollback_failures = self.rollback(failure.as_deref()).await;
+        let interrupt = self.interrupt.lock().expect("interrupt lock").clone();
+        // A stopped or failed run is watched just long enough to take one
+        // reading: the user asked for it to end.
+        let watch_ms = if failure.is_none() && interrupt.is_none() { self.plan.phases.recovering_ms } else { 0 };
+        let recovered_after_ms = self.watch_recovery(watch_ms).await;
+        self.finish(failure, interrupt, rollback_failures, recovered_after_ms).await;
+    }
+
+    async fn baseline_and_inject(&mut self) -> Result<(), Failure> {
+        let until = Instant::now() + ms(self.plan.phases.baseline_ms);
+        while Instant::now() < until {
+            let health = self.sample(Phase::Baseline).await.health;
+            self.baseline.push(health);
+            if !self.pause_until(until).await {
+                return Ok(());
+            }
+        }
+        if self.cancel.is_cancelled() {
+            return Ok(());
+        }
+
+        self.enter(Phase::Injecting).await;
+        let started = Instant::now();
+        let until = started + ms(self.plan.phases.injecting_ms);
+        let baseline_health = mean(&self.baseline).unwrap_or(1.0);
+        let ramp = Ramp::new(&self.plan.intensity, self.plan.phases.injecting_ms);
+        let mut adaptive = self
+            .plan
+            .adaptive
+            .then(|| Adaptive::new(&self.plan.intensity, baseline_health, self.plan.tolerance));
+        let first = adaptive.as_ref().map_or(ramp.level_at(0), Adaptive::current);
+
+        let instance = self.plugin.plugin.instantiate(Some(&self.id)).await.map_err(|e| Failure(e.to_string()))?;
+        self.instance = Some(instance);
+        self.apply(first).await?;
+
+        while Instant::now() < until {
+            if !self.pause_until(until).await {
+                break;
+            }
+            let health = self.sample(Phase::Injecting).await.health;
+            self.injecting.push(health);
+            let next = match adaptive.as_mut() {
+                Some(a) => {
+                    let next = a.observe(health);
+                    self.max_tolerated = a.max_tolerated();
+                    next
+                }
+                None => ramp.level_at(started.elapsed().as_millis() as u64),
+            };
+            if Instant::now() < until && next != self.level {
+                self.apply(next).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Brings the fault to `level`: adjusts per-target faults, or injects
+    /// into / reverts from more targets when intensity is a share of them.
+    async fn apply(&mut self, level: f64) -> Result<(), Failure> {
+        let previous = self.level;
+        self.level = level;
+        let share = self.plan.intensity.scope == IntensityScope::ShareOfTargets && self.plan.intensity.graded;
+        if share {
+            let n = self.plan.targets.len();
+            // Rounded up, at least one: 50 % of 3 containers is 2.
+            let want = ((n as f64 * level / 100.0).ceil() as usize).clamp(1, n);
+            while self.active.len() < want {
+                let target = self.plan.targets[self.active.len()].clone();
+                self.inject(target, level).await?;
+            }
+            while self.active.len() > want {
+                let active = self.active.pop().expect("more active than wanted");
+                self.revert_one(active, "adjust").await;
+            }
+        } else if self.active.is_empty() {
+            for target in self.plan.targets.clone() {
+                self.inject(target, level).await?;
+            }
+            if self.active.is_empty() {
+                return Err(Failure("no target could be injected".into()));
+            }
+        } else {
+            for i in 0..self.active.len() {
+                self.adjust(i, level).await?;
+            }
+        }
+        let _ = self.store.set_intensity(&self.id, level, self.max_tolerated).await;
+        if previous != level {
+            self.event("intensity", &format!("{previous} -> {level} {}", self.plan.intensity.unit)).await;
+        }
+        Ok(())
+    }
+
+    /// Injects into one target: journaled as pending before the driver is
+    /// called, and active only once its revert token is stored.
+    async fn inject(&mut self, target: Target, level: f64) -> Result<(), Failure> {
+        let journal_id = uuid::Uuid::new_v4().to_string();
+        let row = InjectionRow {
+            id: journal_id.clone(),
+            experiment_id: self.id.clone(),
+            plugin: self.plan.plugin.clone(),
+            target_id: target.id.clone(),
+            target_name: target.name.clone(),
+            intensity: level,
+            token: None,
+            state: InjectionState::Pending.as_str().into(),
+            error: None,
+            injected_at: now_ms(),
+            reverted_at: None,
+        };
+        self.store.journal_pending(&row).await.map_err(|e| Failure(format!("journal: {e}")))?;
+        let settings = self.plan.settings(level);
+        let instance = self.instance.as_mut().expect("instance during injecting");
+        let took = Instant::now();
+        let outcome = instance.inject(&target, &settings).await;
+        self.metrics.plugin_call(&self.plan.plugin, "inject", took.elapsed());
+        match outcome {
+            Ok(token) => {
+                self.active.push(Active { journal_id: journal_id.clone(), target: target.clone(), token: token.clone() });
+                if let Err(e) = self.store.journal_active(&journal_id, &token, level).await {
+                    return Err(Failure(format!("journal: {e}")));
+                }
+                self.metrics.injection(&self.plan.fault, "injected");
+                self.event("injected", &format!("{} at {level} {}", target.name, self.plan.intensity.unit)).await;
+                Ok(())
+            }
+            // A target that went away is skipped, not a failure of the experiment.
+            Err(CallError::Fault(FaultError::TargetUnavailable(why))) => {
+                let _ = self.store.journal_close(&journal_id, InjectionState::Failed, Some(&why)).await;
+                self.metrics.injection(&self.plan.fault, "skipped");
+                self.event("skipped", &format!("{}: {why}", target.name)).await;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.store.journal_close(&journal_id, InjectionState::Failed, Some(&e.to_string())).await;
+                self.metrics.injection(&self.plan.fault, "failed");
+                Err(Failure(format!("injecting into {} failed: {e}", target.name)))
+            }
+        }
+    }
+
+    /// Changes one injection's intensity; a driver that cannot adjust in
+    /// place is reverted and injected again.
+    async fn adjust(&mut self, index: usize, level: f64) -> Result<(), Failure> {
+        let settings = self.plan.settings(level);
+        let instance = self.instance.as_mut().expect("instance during injecting");
+        let took = Instant::now();
+        let outcome = instance.adjust(&self.active[index].token, &settings).await;
+        self.metrics.plugin_call(&self.plan.plugin, "adjust", took.elapsed());
+        match outcome {
+            Ok(token) => {
+                let active = &mut self.active[index];
+                active.token = token;
+                self.store
+                    .journal_active(&active.journal_id, &active.token, level)
+                    .await
+                    .map_err(|e| Failure(format!("journal: {e}")))
+            }
+            Err(CallError::Fault(_)) => {
+                let active = self.active.remove(index);
+                let target = active.target.clone();
+                if self.revert_one(active, "adjust").await {
+                    self.inject(target, level).await?;
+                    let last = self.active.pop().expect("just injected");
+                    self.active.insert(index, last);
+                }
+                Ok(())
+            }
+            Err(e) => Err(Failure(format!("adjusting {} failed: {e}", self.active[index].target.name))),
+        }
+    }
+
+    /// Reverts every active injection; returns what could not be reverted.
+    async fn rollback(&mut self, failure: Option<&str>) -> Vec<String> {
+        let interrupt = self.interrupt.lock().expect("interrupt lock").clone();
+        let reason = match (failure, interrupt) {
+            (Some(_), _) => "failure",
+            (None, Some(Interrupt::Stopped { .. })) => "stop",
+            (None, Some(Interrupt::Shutdown)) => "shutdown",
+            (None, Some(Interrupt::Aborted(_))) => "guardrail",
+            (None, None) => "end",
+        };
+        let mut failures = vec![];
+        while let Some(active) = self.active.pop() {
+            let name = active.target.name.clone();
+            if !self.revert_one(active, reason).await {
+                failures.push(name);
+            }
+        }
+        self.instance = None;
+        failures
+    }
+
+    /// Reverts one injection, with a fresh instance when the current one is
+    /// unusable. Returns whether it was reverted; if not, the journal keeps it
+    /// open so the next start tries again.
+    async fn revert_one(&mut self, active: Active, reason: &str) -> bool {
+        let mut last_error = String::new();
+        for _ in 0..REVERT_ATTEMPTS {
+            if !self.instance.as_ref().is_some_and(FaultInstance::is_usable) {
+                match self.plugin.plugin.instantiate(Some(&self.id)).await {
+                    Ok(fresh) => self.instance = Some(fresh),
+                    Err(e) => {
+                        last_error = e.to_string();
+                        continue;
+                    }
+                }
+            }
+            let instance = self.instance.as_mut().expect("a usable instance");
+            let took = Instant::now();
+            let outcome = instance.revert(&active.token).await;
+            self.metrics.plugin_call(&self.plan.plugin, "revert", took.elapsed());
+            match outcome {
+                Ok(()) | Err(CallError::Fault(FaultError::TargetUnavailable(_))) => {
+                    let _ = self.store.journal_close(&active.journal_id, InjectionState::Reverted, None).await;
+                    self.metrics.rollback(reason, "reverted");
+                    self.event("reverted", &active.target.name).await;
+                    return true;
+                }
+                Err(e) => last_error = e.to_string(),
+            }
+        }
+        let _ = self.store.journal_note(&active.journal_id, &last_error).await;
+        self.metrics.rollback(reason, "failed");
+        self.event("revert_failed", &format!("{}: {last_error}", active.target.name)).await;
+        false
+    }
+
+    /// Watches for health to come back within the band of the baseline;
+    /// returns how long that took, or none if it did not within `watch_ms`.
+    async fn watch_recovery(&mut self, watch_ms: u64) -> Option<u64> {
+        let started = Instant::now();
+        let until = started + ms(watch_ms);
+        let band = mean(&self.baseline).unwrap_or(1.0) * (1.0 - self.plan.tolerance);
+        let mut in_band_since: Option<u64> = None;
+        let mut in_band = 0;
+        loop {
+            let health = self.sample(Phase::Recovering).await.health;
+            if health >= band {
+                in_band_since.get_or_insert(started.elapsed().as_millis() as u64);
+                in_band += 1;
+            } else {
+                in_band_since = None;
+                in_band = 0;
+            }
+            let settled = in_band >= RECOVERED_AFTER_SAMPLES || (watch_ms == 0 && in_band > 0);
+            if settled || Instant::now() >= until || !self.pause_until(until).await {
+                return in_band_since;
+            }
+        }
+    }
+
+    async fn finish(
+        &mut self,
+        failure: Option<String>,
+        interrupt: Option<Interrupt>,
+        rollback_failures: Vec<String>,
+        recovered_after_ms: Option<u64>,
+    ) {
+        let (state, stop_reason) = match (&failure, &interrupt) {
+            (Some(_), _) => ("failed", None),
+            (None, Some(Interrupt::Stopped { by })) => ("stopped", Some(format!("stopped by {by}"))),
+            (None, Some(Interrupt::Shutdown)) => ("stopped", Some("host shutdown".to_string())),
+            (None, Some(Interrupt::Aborted(why))) => ("aborted", Some(why.clone())),
+            (None, None) => ("completed", None),
+        };
+        let mut error = failure;
+        if !rollback_failures.is_empty() {
+            let note = format!("could not revert on {}; kept in the journal for the next start", rollback_failures.join(", "));
+            error = Some(error.map_or(note.clone(), |e| format!("{e}; {note}")));
+        }
+        let score = (state != "failed").then(|| {
+            score(&ScoreInputs {
+                baseline: self.baseline.clone(),
+                injecting: self.injecting.clone(),
+                recovered_after_ms,
+                recovering_ms: self.plan.phases.recovering_ms,
+                expectations: None,
+            })
+        });
+        let result = json!({
+            "score": score,
+            "max_tolerated_intensity": self.max_tolerated,
+            "recovered_after_ms": recovered_after_ms,
+        });
+        if let Some(e) = &error {
+            self.event("failed", e).await;
+        }
+        self.event("phase", "completed").await;
+        let outcome = self
+            .store
+            .finish_experiment(
+                &self.id,
+                state,
+                score.as_ref().map(|s| s.value),
+                Some(&result.to_string()),
+                error.as_deref(),
+                stop_reason.as_deref(),
+            )
+            .await;
+        if let Err(e) = outcome {
+            tracing::error!(experiment = %self.id, "could not record the end of the experiment: {e}");
+        }
+        tracing::info!(experiment = %self.id, state, score = score.map(|s| s.value), "experiment ended");
+    }
+
+    async fn enter(&mut self, phase: Phase) {
+        if let Err(e) = self.store.set_phase(&self.id, phase.as_str()).await {
+            tracing::error!(experiment = %self.id, "recording phase {}: {e}", phase.as_str());
+        }
+        self.event("phase", phase.as_str()).await;
+        tracing::info!(experiment = %self.id, phase = phase.as_str(), "phase");
+    }
+
+    async fn event(&mut self, kind: &str, detail: &str) {
+        if let Err(e) = self.store.add_event(&self.id, kind, detail).await {
+            tracing::warn!(experiment = %self.id, "recording event {kind}: {e}");
+        }
+    }
+
+    async fn sample(&mut self, phase: Phase) -> Observation {
+        let observation = self.platform.observe(&self.plan.targets).await;
+        self.seq += 1;
+        let level = (phase == Phase::Injecting).then_some(self.level);
+        let row = SampleRow {
+            seq: self.seq,
+            at_ms: now_ms(),
+            phase: phase.as_str().into(),
+            intensity: level,
+            health: observation.health,
+            metrics: serde_json::to_string(&observation.metrics).unwrap_or_default(),
+        };
+        if let Err(e) = self.store.insert_sample(&self.id, &row).await {
+            tracing::warn!(experiment = %self.id, "recording a sample: {e}");
+        }
+        observation
+    }
+
+    /// Sleeps one sampling interval (or to `until`); false if the run was cancelled.
+    async fn pause_until(&mut self, until: Instant) -> bool {
+        let left = until.saturating_duration_since(Instant::now());
+        let nap = left.min(ms(self.plan.sample_interval_ms));
+        tokio::select! {
+            () = tokio::time::sleep(nap) => !self.cancel.is_cancelled(),
+            () = self.cancel.cancelled() => false,
+        }
+    }
+}
+
+fn ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}

@@ -1,0 +1,97 @@
+//! Faultline: a chaos experiment control service.
+//!
+//! Imports flow one way: `api` → `engine` → `plugins` (the registry over
+//! the plugin runtime) → capabilities; `store` sits beside them, and
+//! `platforms` plug into the engine through one trait.
+
+pub mod api;
+pub mod auth;
+mod builtin;
+pub mod config;
+pub mod engine;
+pub mod platforms;
+pub mod plugins;
+pub mod store;
+pub mod telemetry;
+
+use std::sync::Arc;
+
+use faultline_plugin_runtime::{HostCapabilities, PluginEngine, RuntimeConfig};
+
+use crate::api::AppState;
+use crate::auth::{Role, mint_key};
+use crate::config::HostConfig;
+use crate::engine::{Engine, RecoveryReport};
+use crate::platforms::Platforms;
+use crate::plugins::PluginRegistry;
+use crate::store::Store;
+use crate::telemetry::Metrics;
+
+/// A host ready to serve: everything is loaded and the journal recovered.
+pub struct Host {
+    pub state: AppState,
+    pub recovery: RecoveryReport,
+    /// The first admin key, when this start created it. Shown once.
+    pub bootstrap_key: Option<String>,
+}
+
+/// Opens the store, loads plugins with the given capabilities, and reverts
+/// what a previous process left.
+pub async fn start_host(config: &HostConfig, capabilities: HostCapabilities) -> anyhow::Result<Host> {
+    std::fs::create_dir_all(&config.data_dir)?;
+    std::fs::create_dir_all(&config.plugins_dir)?;
+    let store = Store::open_sqlite(&config.data_dir.join("faultline.db")).await?;
+    let metrics = Arc::new(Metrics::default());
+
+    let runtime = PluginEngine::new(
+        RuntimeConfig {
+            cache_dir: Some(config.data_dir.join("cache").join("components")),
+            call_timeout: config.plugin_call_timeout,
+            memory_limit: config.plugin_memory_limit,
+            pooling: config.pooling,
+        },
+        capabilities,
+    )?;
+    let plugins = Arc::new(PluginRegistry::new(runtime, config.plugins_dir.clone(), config.grants.clone()));
+    plugins.load_builtins(builtin::BUILTINS).await?;
+    // Failures are logged by the registry; a bad file must not stop the host.
+    plugins.load_directory().await;
+
+    let engine = Engine::new(store.clone(), plugins.clone(), metrics.clone());
+    let recovery = engine.recover().await?;
+
+    let bootstrap_key = if store.count_keys().await? == 0 {
+        Some(mint_key(&store, "bootstrap-admin", Role::Admin, None).await?.secret)
+    } else {
+        None
+    };
+
+    let state = AppState { store, engine, plugins, platforms: Platforms::default(), metrics, limits: config.limits.clone() };
+    Ok(Host { state, recovery, bootstrap_key })
+}
+
+/// Serves until SIGINT or SIGTERM, then rolls back every running experiment.
+pub async fn serve(config: &HostConfig) -> anyhow::Result<()> {
+    let host = start_host(config, HostCapabilities::default()).await?;
+    if let Some(key) = &host.bootstrap_key {
+        println!("Created the first admin key (shown once; store it now):\n{key}");
+    }
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    let address = listener.local_addr()?;
+    tracing::info!(%address, data_dir = %config.data_dir.display(), "serving");
+    println!("Faultline listening on http://{address}");
+    let engine = host.state.engine.clone();
+    axum::serve(listener, api::router(host.state)).with_graceful_shutdown(shutdown_signal()).await?;
+    tracing::info!("shutting down: rolling back running experiments");
+    engine.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

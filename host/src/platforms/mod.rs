@@ -1,0 +1,56 @@
+//! Platforms plug into the engine through one trait: they resolve a
+//! request's targets and observe the system's health. Each platform
+//! (backend, frontend, android) lives in a folder of its own.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use faultline_plugin_runtime::model::{Platform as PlatformKind, Target};
+
+/// One observation of the system under test.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observation {
+    /// 1 is fully healthy, 0 is down; the adaptive controller and the score
+    /// compare it with the baseline.
+    pub health: f64,
+    /// Named measurements behind the health figure (cpu_percent, p95_ms ...).
+    pub metrics: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error("no target matches {}", .0.join(", "))]
+    NoMatch(Vec<String>),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the platform is unavailable: {0}")]
+    Unavailable(String),
+}
+
+#[async_trait]
+pub trait Platform: Send + Sync {
+    fn kind(&self) -> PlatformKind;
+
+    /// Turns the request's selectors into every target they match.
+    async fn resolve(&self, selectors: &[String]) -> Result<Vec<Target>, ResolveError>;
+
+    /// Observes the targets once. A target that is gone counts as unhealthy;
+    /// observing never fails the experiment.
+    async fn observe(&self, targets: &[Target]) -> Observation;
+}
+
+/// The platforms this host serves.
+#[derive(Clone, Default)]
+pub struct Platforms(HashMap<PlatformKind, Arc<dyn Platform>>);
+
+impl Platforms {
+    pub fn with(mut self, platform: Arc<dyn Platform>) -> Self {
+        self.0.insert(platform.kind(), platform);
+        self
+    }
+
+    pub fn get(&self, kind: PlatformKind) -> Option<Arc<dyn Platform>> {
+        self.0.get(&kind).cloned()
+    }
+}

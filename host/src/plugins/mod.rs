@@ -1,0 +1,214 @@
+//! The fault plugins this host has loaded: built-ins, then the operator's
+//! plugins directory, then uploads. The directory is the source of truth for
+//! operator plugins: an upload is written there, so it survives a restart.
+
+mod grants;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use faultline_plugin_runtime::{LoadError, LoadedPlugin, PluginEngine};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+pub use grants::GrantPolicy;
+
+use crate::store::now_ms;
+
+/// Where a plugin came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Compiled into the host binary.
+    Builtin,
+    /// Found in the plugins directory.
+    Directory,
+    /// Uploaded through the API (and written to the plugins directory).
+    Upload,
+}
+
+pub struct PluginEntry {
+    pub plugin: LoadedPlugin,
+    pub source: Source,
+    pub loaded_at: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("plugin name `{0}` must be 1-64 characters of a-z, 0-9, - and _")]
+    BadName(String),
+    #[error("a plugin named `{0}` is already loaded")]
+    Exists(String),
+    #[error("no plugin named `{0}` is loaded")]
+    NotFound(String),
+    #[error("`{0}` is built into the host and cannot be replaced or unloaded")]
+    Builtin(String),
+    #[error("fault type `{fault}` is already provided by plugin `{owner}`")]
+    FaultTaken { fault: String, owner: String },
+    #[error("plugins directory: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+#[derive(Default)]
+struct Loaded {
+    /// By plugin name.
+    plugins: BTreeMap<String, Arc<PluginEntry>>,
+    /// Fault names and aliases to plugin names.
+    faults: BTreeMap<String, String>,
+}
+
+pub struct PluginRegistry {
+    engine: PluginEngine,
+    dir: PathBuf,
+    grants: GrantPolicy,
+    loaded: RwLock<Loaded>,
+}
+
+/// A built-in plugin: its name, its component, and the grants it needs.
+pub struct Builtin {
+    pub name: &'static str,
+    pub component: &'static [u8],
+    pub grants: &'static str,
+}
+
+impl PluginRegistry {
+    pub fn new(engine: PluginEngine, dir: PathBuf, grants: GrantPolicy) -> Self {
+        PluginRegistry { engine, dir, grants, loaded: RwLock::default() }
+    }
+
+    pub fn engine(&self) -> &PluginEngine {
+        &self.engine
+    }
+
+    /// Loads the built-ins; a built-in that fails to load is a broken build.
+    pub async fn load_builtins(&self, builtins: &[Builtin]) -> anyhow::Result<()> {
+        for b in builtins {
+            let grants = faultline_plugin_runtime::Grants::parse(b.grants).map_err(anyhow::Error::msg)?;
+            let plugin = self.engine.load(b.name, b.component, &grants).await?;
+            self.register(plugin, Source::Builtin)?;
+        }
+        Ok(())
+    }
+
+    /// Loads every `NAME.wasm` in the plugins directory. A plugin that fails
+    /// is reported and skipped: one bad file must not stop the host.
+    pub async fn load_directory(&self) -> Vec<(String, RegistryError)> {
+        let mut failures = vec![];
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) => return vec![(self.dir.display().to_string(), e.into())],
+        };
+        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for path in paths.into_iter().filter(|p| p.extension().is_some_and(|e| e == "wasm")) {
+            let name = path.file_stem().unwrap_or_default().to_string_lossy().to_string();
+            let outcome = async {
+                check_name(&name)?;
+                let bytes = std::fs::read(&path)?;
+                let plugin = self.engine.load(&name, &bytes, &self.grants.for_plugin(&name)).await?;
+                self.register(plugin, Source::Directory)
+            };
+            match outcome.await {
+                Ok(entry) => tracing::info!(plugin = %name, fault = %entry.plugin.info().name, "loaded plugin from directory"),
+                Err(e) => {
+                    tracing::warn!(plugin = %name, "plugin not loaded: {e}");
+                    failures.push((name, e));
+                }
+            }
+        }
+        failures
+    }
+
+    /// Loads an uploaded component, writes it to the plugins directory and
+    /// makes it available at once. With `replace`, an operator plugin of the
+    /// same name is swapped out; experiments running on it keep the old code.
+    pub async fn install(&self, name: &str, bytes: &[u8], replace: bool) -> Result<Arc<PluginEntry>, RegistryError> {
+        check_name(name)?;
+        match self.plugin(name) {
+            Some(old) if old.source == Source::Builtin => return Err(RegistryError::Builtin(name.into())),
+            Some(_) if !replace => return Err(RegistryError::Exists(name.into())),
+            _ => {}
+        }
+        let plugin = self.engine.load(name, bytes, &self.grants.for_plugin(name)).await?;
+        self.check_faults_free(&plugin)?;
+        write_atomically(&self.dir.join(format!("{name}.wasm")), bytes)?;
+        self.register(plugin, Source::Upload)
+    }
+
+    /// Unloads an operator plugin and deletes its file.
+    pub fn unload(&self, name: &str) -> Result<(), RegistryError> {
+        let mut loaded = self.loaded.write().expect("plugin registry lock");
+        let entry = loaded.plugins.get(name).ok_or_else(|| RegistryError::NotFound(name.into()))?;
+        if entry.source == Source::Builtin {
+            return Err(RegistryError::Builtin(name.into()));
+        }
+        match std::fs::remove_file(self.dir.join(format!("{name}.wasm"))) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
+        loaded.plugins.remove(name);
+        loaded.faults.retain(|_, owner| owner != name);
+        Ok(())
+    }
+
+    /// The plugin that provides a fault type, by name or alias.
+    pub fn fault(&self, fault_type: &str) -> Option<Arc<PluginEntry>> {
+        let loaded = self.loaded.read().expect("plugin registry lock");
+        let owner = loaded.faults.get(fault_type)?;
+        loaded.plugins.get(owner).cloned()
+    }
+
+    pub fn plugin(&self, name: &str) -> Option<Arc<PluginEntry>> {
+        self.loaded.read().expect("plugin registry lock").plugins.get(name).cloned()
+    }
+
+    pub fn list(&self) -> Vec<Arc<PluginEntry>> {
+        self.loaded.read().expect("plugin registry lock").plugins.values().cloned().collect()
+    }
+
+    /// Every fault type name and alias, sorted.
+    pub fn fault_names(&self) -> Vec<String> {
+        self.loaded.read().expect("plugin registry lock").faults.keys().cloned().collect()
+    }
+
+    fn check_faults_free(&self, plugin: &LoadedPlugin) -> Result<(), RegistryError> {
+        let loaded = self.loaded.read().expect("plugin registry lock");
+        let info = plugin.info();
+        for fault in std::iter::once(&info.name).chain(&info.aliases) {
+            if let Some(owner) = loaded.faults.get(fault).filter(|owner| *owner != plugin.name()) {
+                return Err(RegistryError::FaultTaken { fault: fault.clone(), owner: owner.clone() });
+            }
+        }
+        Ok(())
+    }
+
+    fn register(&self, plugin: LoadedPlugin, source: Source) -> Result<Arc<PluginEntry>, RegistryError> {
+        self.check_faults_free(&plugin)?;
+        let mut loaded = self.loaded.write().expect("plugin registry lock");
+        let name = plugin.name().to_string();
+        loaded.faults.retain(|_, owner| *owner != name);
+        let info = plugin.info();
+        for fault in std::iter::once(&info.name).chain(&info.aliases) {
+            loaded.faults.insert(fault.clone(), name.clone());
+        }
+        let entry = Arc::new(PluginEntry { plugin, source, loaded_at: now_ms() });
+        loaded.plugins.insert(name, entry.clone());
+        Ok(entry)
+    }
+}
+
+fn check_name(name: &str) -> Result<(), RegistryError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if ok { Ok(()) } else { Err(RegistryError::BadName(name.into())) }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let partial = path.with_extension("wasm.partial");
+    std::fs::write(&partial, bytes)?;
+    std::fs::rename(&partial, path)
+}

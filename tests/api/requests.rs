@@ -1,0 +1,111 @@
+//! Bad requests get problem+json with a stable code, and change nothing.
+//! The host runs in-process with the scripted platform and the log-and-clock
+//! test plugin, so a valid start really starts.
+
+use faultline_tests::{InProcessHost, Options};
+use serde_json::{Value, json};
+
+fn start_body(overrides: Value) -> Value {
+    let mut body = json!({"fault_type": "test_steady", "targets": ["svc-a"], "duration": 3, "intensity": 40});
+    for (k, v) in overrides.as_object().unwrap() {
+        if v.is_null() {
+            body.as_object_mut().unwrap().remove(k);
+        } else {
+            body[k] = v.clone();
+        }
+    }
+    body
+}
+
+#[tokio::test]
+async fn start_requests_with_bad_meaning_are_refused_before_anything_is_injected() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    let cases = [
+        (json!({"fault_type": "meteor_strike"}), 422, "unknown_fault_type"),
+        (json!({"intensity": 101}), 422, "intensity_out_of_range"),
+        (json!({"intensity": -1}), 422, "intensity_out_of_range"),
+        (json!({"duration": 0}), 422, "duration_out_of_range"),
+        (json!({"duration": 90_000}), 422, "duration_out_of_range"),
+        (json!({"duration": null}), 422, "missing_duration"),
+        (json!({"duration_seconds": 5}), 422, "conflicting_durations"),
+        (json!({"targets": []}), 422, "missing_targets"),
+        (json!({"targets": ["missing-service"]}), 422, "no_matching_target"),
+        (json!({"params": {"colour": "red"}}), 422, "unknown_param"),
+        (json!({"params": {"label": 5}}), 422, "invalid_param"),
+        (json!({"params": {"label": "invalid"}}), 422, "invalid_settings"),
+        (json!({"tolerance": 2}), 422, "tolerance_out_of_range"),
+        (json!({"phases": {"baseline_seconds": 1, "injecting_seconds": 0, "recovering_seconds": 1}}), 422, "invalid_phases"),
+        (json!({"phases": {"baseline_seconds": 1, "injecting_seconds": 1, "recovering_seconds": 5}}), 422, "phases_mismatch"),
+        (json!({"duration": "ten"}), 422, "invalid_field"),
+        (json!({"adaptive": "yes"}), 422, "invalid_field"),
+        (json!({"blast": true}), 422, "unknown_field"),
+        (json!({"fault_type": null}), 422, "missing_field"),
+    ];
+    for (overrides, status, code) in cases {
+        let body = start_body(overrides.clone());
+        let reply = host.api.post_json("/experiments/backend/start", &body).await;
+        assert_eq!((reply.status, reply.code()), (status, code), "{overrides} → {}", reply.text);
+        assert!(reply.body["detail"].as_str().is_some_and(|d| !d.is_empty()));
+    }
+    let range = host.api.post_json("/experiments/backend/start", &start_body(json!({"intensity": 500}))).await;
+    assert_eq!((range.body["min"].as_f64(), range.body["max"].as_f64()), (Some(0.0), Some(100.0)), "the range is in the problem");
+
+    assert!(host.log.records().is_empty(), "a refused start must not call inject: {:?}", host.log.records());
+    let counts = host.state.store.count_experiments_by_state().await.unwrap();
+    assert!(counts.is_empty(), "a refused start must not record an experiment: {counts:?}");
+}
+
+#[tokio::test]
+async fn malformed_oversized_and_mistyped_bodies_get_their_own_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    let path = "/experiments/backend/start";
+
+    let malformed = host.api.send_raw("POST", path, "application/json", b"{\"fault_type\": \"test_steady\",".to_vec()).await;
+    assert_eq!((malformed.status, malformed.code()), (400, "malformed_json"));
+    let not_json = host.api.send_raw("POST", path, "application/json", b"fault_type=test_steady".to_vec()).await;
+    assert_eq!((not_json.status, not_json.code()), (400, "malformed_json"));
+    let wrong_type = host.api.send_raw("POST", path, "text/plain", b"{}".to_vec()).await;
+    assert_eq!((wrong_type.status, wrong_type.code()), (415, "unsupported_media_type"));
+    let huge = format!("{{\"fault_type\": \"{}\"}}", "x".repeat(200_000));
+    let oversized = host.api.send_raw("POST", path, "application/json", huge.into_bytes()).await;
+    assert_eq!((oversized.status, oversized.code()), (413, "payload_too_large"));
+    let array = host.api.post_json(path, &json!([1, 2])).await;
+    assert_eq!((array.status, array.code()), (422, "invalid_field"));
+}
+
+#[tokio::test]
+async fn routes_ids_and_methods_that_do_not_exist_are_problems_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    let cases = [
+        ("/experiments/mainframe/status?id=00000000-0000-0000-0000-000000000000", 404, "unknown_platform"),
+        ("/experiments/backend/status", 400, "missing_id"),
+        ("/experiments/backend/status?id=", 400, "missing_id"),
+        ("/experiments/backend/status?id=not-a-uuid", 404, "experiment_not_found"),
+        ("/experiments/backend/metrics?id=00000000-0000-0000-0000-000000000000", 404, "experiment_not_found"),
+        ("/no/such/route", 404, "no_such_route"),
+    ];
+    for (path, status, code) in cases {
+        let reply = host.api.get(path).await;
+        assert_eq!((reply.status, reply.code()), (status, code), "{path}");
+    }
+    let wrong_method = host.api.get("/experiments/backend/start").await;
+    assert_eq!((wrong_method.status, wrong_method.code()), (405, "method_not_allowed"));
+    let stop_unknown = host.api.post_json("/experiments/backend/stop?id=00000000-0000-0000-0000-000000000000", &json!({})).await;
+    assert_eq!((stop_unknown.status, stop_unknown.code()), (404, "experiment_not_found"));
+
+    // An experiment of one platform is not found under another.
+    let id = host.start_experiment(start_body(json!({}))).await;
+    let elsewhere = host.api.get(&format!("/experiments/android/status?id={id}")).await;
+    assert_eq!((elsewhere.status, elsewhere.code()), (404, "experiment_not_found"));
+}
+
+#[tokio::test]
+async fn a_platform_the_host_does_not_serve_is_unavailable_not_an_error_of_the_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    let reply = host.api.post_json("/experiments/android/start", &start_body(json!({}))).await;
+    assert_eq!((reply.status, reply.code()), (503, "platform_unavailable"));
+}

@@ -1,0 +1,85 @@
+//! The real `faultline` binary, started by a test on a free port with its
+//! own data directory.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::client::Api;
+use crate::paths::host_binary;
+
+pub struct HostProcess {
+    child: Child,
+    pub api: Api,
+    pub data_dir: PathBuf,
+    /// What the host printed on standard output.
+    pub stdout: Vec<String>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl HostProcess {
+    /// Starts `faultline serve` on `data_dir` with extra arguments and waits
+    /// until it serves. The API client carries the bootstrap key if the host
+    /// printed one.
+    pub fn start(data_dir: &Path, extra: &[&str]) -> HostProcess {
+        let port = free_port();
+        let mut child = Command::new(host_binary())
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting faultline");
+        let mut reader = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut stdout = vec![];
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let mut line = String::new();
+            let n = reader.read_line(&mut line).expect("reading the host's output");
+            assert!(n > 0, "faultline exited before serving; it printed {stdout:?}");
+            stdout.push(line.trim_end().to_string());
+            if line.starts_with("Faultline listening on") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "faultline did not start");
+        }
+        // Keep draining stdout so the host never blocks on a full pipe.
+        std::thread::spawn(move || for _ in reader.lines() {});
+        let key = stdout.iter().find(|l| l.starts_with("flk_")).cloned();
+        HostProcess { child, api: Api::new(format!("http://127.0.0.1:{port}"), key), data_dir: data_dir.to_path_buf(), stdout }
+    }
+
+    /// Mints a key with the CLI against this host's store.
+    pub fn mint_key_with_cli(data_dir: &Path, name: &str, role: &str) -> String {
+        let out = Command::new(host_binary())
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(["keys", "create", "--name", name, "--role", role])
+            .output()
+            .expect("running faultline keys create");
+        assert!(out.status.success(), "keys create failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+        self.child.wait().expect("waiting for faultline")
+    }
+}
+
+impl Drop for HostProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

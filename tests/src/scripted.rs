@@ -1,0 +1,119 @@
+//! A scripted platform for engine tests whose plugins use only log and
+//! clock. The test plugins log every inject, adjust and revert with its
+//! token; `RecordingLog` keeps those records and, from them alone, what is
+//! in effect on each target. `ScriptedPlatform` turns that into health, so
+//! the engine's loop (inject → observe → adapt → revert) closes through
+//! what the plugins did, not through the engine's own bookkeeping.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use faultline::platforms::{Observation, Platform, ResolveError};
+use faultline_plugin_runtime::capability::log::{Level, LogSink};
+use faultline_plugin_runtime::model::{Platform as PlatformKind, Target};
+
+/// One log record of a plugin.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub plugin: String,
+    pub experiment: Option<String>,
+    pub message: String,
+}
+
+#[derive(Default)]
+pub struct RecordingLog {
+    records: Mutex<Vec<Record>>,
+    /// Target id → level in effect, as the plugins' own records say.
+    in_effect: Mutex<BTreeMap<String, f64>>,
+}
+
+/// `target@level#nonce` → (target, level).
+fn parse_token(token: &str) -> Option<(String, f64)> {
+    let (target, rest) = token.rsplit_once('@')?;
+    let level = rest.split('#').next()?.parse().ok()?;
+    Some((target.to_string(), level))
+}
+
+impl LogSink for RecordingLog {
+    fn write(&self, plugin: &str, experiment: Option<&str>, _level: Level, message: &str) {
+        let mut in_effect = self.in_effect.lock().unwrap();
+        if let Some(token) = message.strip_prefix("inject ") {
+            if let Some((target, level)) = parse_token(token) {
+                in_effect.insert(target, level);
+            }
+        } else if let Some((_, new)) = message.strip_prefix("adjust ").and_then(|m| m.split_once(" -> ")) {
+            if let Some((target, level)) = parse_token(new) {
+                in_effect.insert(target, level);
+            }
+        } else if let Some(token) = message.strip_prefix("revert ") {
+            if let Some((target, _)) = parse_token(token) {
+                in_effect.remove(&target);
+            }
+        }
+        self.records.lock().unwrap().push(Record {
+            plugin: plugin.into(),
+            experiment: experiment.map(Into::into),
+            message: message.into(),
+        });
+    }
+}
+
+impl RecordingLog {
+    pub fn records(&self) -> Vec<Record> {
+        self.records.lock().unwrap().clone()
+    }
+
+    /// Messages of one experiment that start with `prefix`.
+    pub fn messages(&self, experiment: &str, prefix: &str) -> Vec<String> {
+        self.records()
+            .into_iter()
+            .filter(|r| r.experiment.as_deref() == Some(experiment) && r.message.starts_with(prefix))
+            .map(|r| r.message)
+            .collect()
+    }
+
+    /// What the plugins' records say is still in effect, by target id.
+    pub fn in_effect(&self) -> BTreeMap<String, f64> {
+        self.in_effect.lock().unwrap().clone()
+    }
+}
+
+/// Targets are whatever the selectors name, except selectors starting with
+/// `missing`, which match nothing. Health is 1 while every level in effect
+/// is at most `tolerated`, and `degraded` above it.
+pub struct ScriptedPlatform {
+    log: std::sync::Arc<RecordingLog>,
+    pub tolerated: Mutex<f64>,
+    pub degraded: f64,
+}
+
+impl ScriptedPlatform {
+    pub fn new(log: std::sync::Arc<RecordingLog>, tolerated: f64) -> Self {
+        ScriptedPlatform { log, tolerated: Mutex::new(tolerated), degraded: 0.3 }
+    }
+}
+
+#[async_trait]
+impl Platform for ScriptedPlatform {
+    fn kind(&self) -> PlatformKind {
+        PlatformKind::Backend
+    }
+
+    async fn resolve(&self, selectors: &[String]) -> Result<Vec<Target>, ResolveError> {
+        if selectors.iter().any(|s| s.starts_with("missing")) {
+            return Err(ResolveError::NoMatch(selectors.to_vec()));
+        }
+        Ok(selectors
+            .iter()
+            .map(|s| Target { platform: PlatformKind::Backend, id: s.clone(), name: s.clone(), attributes: vec![] })
+            .collect())
+    }
+
+    async fn observe(&self, targets: &[Target]) -> Observation {
+        let in_effect = self.log.in_effect();
+        let worst = targets.iter().filter_map(|t| in_effect.get(&t.id)).copied().fold(0.0, f64::max);
+        let health = if worst <= *self.tolerated.lock().unwrap() { 1.0 } else { self.degraded };
+        Observation { health, metrics: BTreeMap::from([("level_in_effect".to_string(), worst)]) }
+    }
+}
