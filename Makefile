@@ -1,0 +1,24 @@
+# The two commands a new machine needs: `make run` and `make test`.
+# Both install what they need first (the wasm32-wasip2 target).
+
+CARGO ?= cargo
+ARGS ?=
+
+.PHONY: setup run test bench
+
+# Idempotent: rustup does nothing when the target is installed.
+setup:
+	@command -v rustup >/dev/null || { echo "rustup is required (https://rustup.rs)"; exit 1; }
+	rustup target add wasm32-wasip2
+
+# Serves the API on 127.0.0.1:7878 with the SQLite store in ./faultline-data.
+run: setup
+	$(CARGO) run --release -p faultline -- serve $(ARGS)
+
+# The whole suite: unit tests, and end-to-end tests that build the test
+# plugins and start the host themselves.
+test: setup
+	$(CARGO) test --workspace --exclude 'test-plugin-*' --no-fail-fast
+
+bench: setup
+	$(CARGO) bench -p faultline-plugin-runtime --bench round_trip
