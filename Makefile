@@ -21,4 +21,4 @@ test: setup
 	$(CARGO) test --workspace --exclude 'test-plugin-*' --no-fail-fast
 
 bench: setup
-	$(CARGO) bench -p faultline-plugin-runtime --bench round_trip
+	$(CARGO) bench -p faultline-tests --bench plugin_round_trip

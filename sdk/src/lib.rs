@@ -19,6 +19,11 @@
 //! faultline_sdk::register_fault!(Pause);
 //! ```
 //!
+//! Fault drivers need little stack: linking with
+//! `-C link-arg=-zstack-size=131072` (for example in `.cargo/config.toml`
+//! under `[target.wasm32-wasip2]`) makes instantiation cheaper on hosts that
+//! use the pooling allocator.
+//!
 //! A plugin's imports are its permission request: calling
 //! `faultline_sdk::docker::*` makes the component import the docker
 //! capability, which the operator must grant.

@@ -1,6 +1,9 @@
 //! Extractors whose every rejection is a problem+json with a stable code.
 
-use axum::body::{Bytes, to_bytes};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use http_body_util::BodyExt;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
@@ -34,11 +37,44 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// Past the limit, how much more of a body is read and dropped, and for how
+/// long, before answering 413: a client still sending when the connection
+/// closes never sees the answer.
+const DRAIN_BYTES: usize = 64 << 20;
+const DRAIN_TIME: Duration = Duration::from_secs(2);
+
 /// Reads a body up to `limit` bytes; 413 beyond it.
 pub async fn body_bytes(req: Request, limit: usize) -> Result<Bytes, ApiError> {
-    to_bytes(req.into_body(), limit).await.map_err(|_| {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", format!("the body is larger than {limit} bytes"))
-    })
+    let mut body = req.into_body();
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::bad_request("unreadable_body", format!("reading the body failed: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            if bytes.len() + data.len() > limit {
+                drain(body, DRAIN_BYTES).await;
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    format!("the body is larger than {limit} bytes"),
+                ));
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok(bytes.into())
+}
+
+/// Reads and drops up to `cap` more bytes of a body, for at most DRAIN_TIME.
+pub async fn drain(mut body: Body, cap: usize) {
+    let until = Instant::now() + DRAIN_TIME;
+    let mut read = 0;
+    while read < cap {
+        let left = until.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, body.frame()).await {
+            Ok(Some(Ok(frame))) => read += frame.data_ref().map_or(0, |d| d.len()),
+            _ => return,
+        }
+    }
 }
 
 fn json_error(e: serde_json::Error) -> ApiError {

@@ -76,9 +76,10 @@ pub async fn get_plugin(State(state): State<AppState>, caller: Caller, Path(name
 }
 
 async fn install(state: &AppState, caller: &Caller, name: &str, req: Request, replace: bool) -> Result<(StatusCode, Json<PluginInfo>), ApiError> {
+    // Read before refusing a known key, so its client can read the refusal.
+    let bytes = body_bytes(req, MAX_BODY_BYTES).await?;
     caller.require(Role::Admin)?;
     let existed = state.plugins.plugin(name).is_some();
-    let bytes = body_bytes(req, MAX_BODY_BYTES).await?;
     if bytes.is_empty() {
         return Err(ApiError::unprocessable("invalid_component", "the body is empty; send the component's bytes"));
     }
