@@ -57,3 +57,36 @@ pub fn validate(settings: &Settings) -> Result<(), FaultError> {
 pub fn is_bad(target: &Target) -> bool {
     target.name.starts_with("bad")
 }
+
+/// A hostile test plugin: `$misbehave` runs on targets named `bad...`;
+/// elsewhere the plugin behaves like test_steady.
+#[macro_export]
+macro_rules! hostile_plugin {
+    ($name:literal, $what:literal, |$target:ident| $misbehave:block) => {
+        struct Hostile;
+
+        impl faultline_sdk::Fault for Hostile {
+            fn describe() -> faultline_sdk::FaultInfo {
+                $crate::describe($name, concat!($what, " on targets named bad*"))
+            }
+            fn inject(
+                target: faultline_sdk::Target,
+                settings: faultline_sdk::Settings,
+            ) -> Result<String, faultline_sdk::FaultError> {
+                if $crate::is_bad(&target) {
+                    let $target = &target;
+                    $misbehave
+                }
+                $crate::inject(&target, &settings)
+            }
+            fn adjust(token: String, settings: faultline_sdk::Settings) -> Result<String, faultline_sdk::FaultError> {
+                $crate::adjust(&token, &settings)
+            }
+            fn revert(token: String) -> Result<(), faultline_sdk::FaultError> {
+                $crate::revert(&token)
+            }
+        }
+
+        faultline_sdk::register_fault!(Hostile);
+    };
+}

@@ -1,29 +1,7 @@
-//! Hostile test plugin: Loops forever on targets named `bad...`; elsewhere it
-//! behaves (log and clock only).
+//! Hostile test plugin: loops forever (the host's deadline must stop it).
 
-use faultline_sdk::{Fault, FaultError, FaultInfo, Settings, Target};
-use test_plugin_kit as kit;
-
-struct Hostile;
-
-impl Fault for Hostile {
-    fn describe() -> FaultInfo {
-        kit::describe("test_looper", "Loops forever on targets named bad*")
+test_plugin_kit::hostile_plugin!("test_looper", "Loops forever", |target| {
+    loop {
+        std::hint::black_box(target);
     }
-    fn inject(target: Target, settings: Settings) -> Result<String, FaultError> {
-        if kit::is_bad(&target) {
-            loop {
-                std::hint::black_box(&target);
-            }
-        }
-        kit::inject(&target, &settings)
-    }
-    fn adjust(token: String, settings: Settings) -> Result<String, FaultError> {
-        kit::adjust(&token, &settings)
-    }
-    fn revert(token: String) -> Result<(), FaultError> {
-        kit::revert(&token)
-    }
-}
-
-faultline_sdk::register_fault!(Hostile);
+});

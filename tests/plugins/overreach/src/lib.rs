@@ -1,27 +1,6 @@
-//! Hostile test plugin: Calls the docker capability, which it is not granted, on targets named `bad...`; elsewhere it
-//! behaves (log and clock only).
+//! Hostile test plugin: calls the docker capability, which a host grants it
+//! only when told to; it must be refused at load otherwise.
 
-use faultline_sdk::{Fault, FaultError, FaultInfo, Settings, Target};
-use test_plugin_kit as kit;
-
-struct Hostile;
-
-impl Fault for Hostile {
-    fn describe() -> FaultInfo {
-        kit::describe("test_overreach", "Calls the docker capability, which it is not granted, on targets named bad*")
-    }
-    fn inject(target: Target, settings: Settings) -> Result<String, FaultError> {
-        if kit::is_bad(&target) {
-            faultline_sdk::docker::find(&[target.name.clone()])?;
-        }
-        kit::inject(&target, &settings)
-    }
-    fn adjust(token: String, settings: Settings) -> Result<String, FaultError> {
-        kit::adjust(&token, &settings)
-    }
-    fn revert(token: String) -> Result<(), FaultError> {
-        kit::revert(&token)
-    }
-}
-
-faultline_sdk::register_fault!(Hostile);
+test_plugin_kit::hostile_plugin!("test_overreach", "Calls the docker capability", |target| {
+    faultline_sdk::docker::find(&[target.name.clone()])?;
+});

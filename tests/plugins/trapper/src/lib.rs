@@ -1,27 +1,5 @@
-//! Hostile test plugin: Traps (panics) on targets named `bad...`; elsewhere it
-//! behaves (log and clock only).
+//! Hostile test plugin: traps (a panic becomes a wasm trap).
 
-use faultline_sdk::{Fault, FaultError, FaultInfo, Settings, Target};
-use test_plugin_kit as kit;
-
-struct Hostile;
-
-impl Fault for Hostile {
-    fn describe() -> FaultInfo {
-        kit::describe("test_trapper", "Traps (panics) on targets named bad*")
-    }
-    fn inject(target: Target, settings: Settings) -> Result<String, FaultError> {
-        if kit::is_bad(&target) {
-            panic!("test_trapper traps on {}", target.name);
-        }
-        kit::inject(&target, &settings)
-    }
-    fn adjust(token: String, settings: Settings) -> Result<String, FaultError> {
-        kit::adjust(&token, &settings)
-    }
-    fn revert(token: String) -> Result<(), FaultError> {
-        kit::revert(&token)
-    }
-}
-
-faultline_sdk::register_fault!(Hostile);
+test_plugin_kit::hostile_plugin!("test_trapper", "Traps (panics)", |target| {
+    panic!("test_trapper traps on {}", target.name);
+});
