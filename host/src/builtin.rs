@@ -1,6 +1,7 @@
-//! Fault plugins compiled into the host. Each is a component under
-//! `plugins/`, embedded at build time, and loaded before the operator's.
+//! Fault plugins compiled into the host: each folder under `plugins/` is a
+//! component, built and embedded by `build.rs`, and loaded before the
+//! operator's plugins.
 
 use crate::plugins::Builtin;
 
-pub static BUILTINS: &[Builtin] = &[];
+include!(concat!(env!("OUT_DIR"), "/builtins.rs"));

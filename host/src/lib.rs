@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod capabilities;
 mod builtin;
 pub mod config;
 pub mod engine;
@@ -20,9 +21,11 @@ use faultline_plugin_runtime::{HostCapabilities, PluginEngine, RuntimeConfig};
 
 use crate::api::AppState;
 use crate::auth::{Role, mint_key};
+use crate::capabilities::docker::DockerEngine;
 use crate::config::HostConfig;
 use crate::engine::{Engine, RecoveryReport};
 use crate::platforms::Platforms;
+use crate::platforms::backend::BackendPlatform;
 use crate::plugins::PluginRegistry;
 use crate::store::Store;
 use crate::telemetry::Metrics;
@@ -35,9 +38,27 @@ pub struct Host {
     pub bootstrap_key: Option<String>,
 }
 
+/// Connects to what this machine offers: the Docker engine (honouring
+/// `DOCKER_HOST`) for the docker capability and the backend platform. A
+/// platform that cannot be reached is left out; its routes answer 503.
+pub async fn connect_platforms() -> (HostCapabilities, Platforms) {
+    let mut capabilities = HostCapabilities::default();
+    let mut platforms = Platforms::default();
+    match tokio::time::timeout(std::time::Duration::from_secs(5), DockerEngine::connect()).await {
+        Ok(Ok(docker)) => {
+            let docker = Arc::new(docker);
+            capabilities.docker = docker.clone();
+            platforms = platforms.with(Arc::new(BackendPlatform::new(docker)));
+        }
+        Ok(Err(e)) => tracing::warn!("no Docker engine, the backend platform is off: {e}"),
+        Err(_) => tracing::warn!("the Docker engine did not answer, the backend platform is off"),
+    }
+    (capabilities, platforms)
+}
+
 /// Opens the store, loads plugins with the given capabilities, and reverts
 /// what a previous process left.
-pub async fn start_host(config: &HostConfig, capabilities: HostCapabilities) -> anyhow::Result<Host> {
+pub async fn start_host(config: &HostConfig, capabilities: HostCapabilities, platforms: Platforms) -> anyhow::Result<Host> {
     std::fs::create_dir_all(&config.data_dir)?;
     std::fs::create_dir_all(&config.plugins_dir)?;
     let store = Store::open_sqlite(&config.data_dir.join("faultline.db")).await?;
@@ -66,13 +87,14 @@ pub async fn start_host(config: &HostConfig, capabilities: HostCapabilities) -> 
         None
     };
 
-    let state = AppState { store, engine, plugins, platforms: Platforms::default(), metrics, limits: config.limits.clone() };
+    let state = AppState { store, engine, plugins, platforms, metrics, limits: config.limits.clone() };
     Ok(Host { state, recovery, bootstrap_key })
 }
 
 /// Serves until SIGINT or SIGTERM, then rolls back every running experiment.
 pub async fn serve(config: &HostConfig) -> anyhow::Result<()> {
-    let host = start_host(config, HostCapabilities::default()).await?;
+    let (capabilities, platforms) = connect_platforms().await;
+    let host = start_host(config, capabilities, platforms).await?;
     if let Some(key) = &host.bootstrap_key {
         println!("Created the first admin key (shown once; store it now):\n{key}");
     }

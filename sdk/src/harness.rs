@@ -248,6 +248,7 @@ pub fn container(name: &str, labels: &[(&str, &str)]) -> Container {
         state: "running".into(),
         pid: Some(1),
         restart_count: 0,
+        health: None,
         memory_limit: None,
         cpu_limit: None,
     }

@@ -8,8 +8,41 @@ use serde_json::json;
 
 const WASM: &str = "application/wasm";
 
+/// Fault types from operator plugins (the built-ins are always there).
 fn fault_names(reply: &faultline_tests::Reply) -> Vec<String> {
-    reply.body.as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap().to_string()).collect()
+    let types = reply.body.as_array().unwrap().iter().filter(|f| f["source"] != "builtin");
+    types.map(|f| f["name"].as_str().unwrap().to_string()).collect()
+}
+
+fn operator_plugins(reply: &faultline_tests::Reply) -> Vec<serde_json::Value> {
+    reply.body.as_array().unwrap().iter().filter(|p| p["source"] != "builtin").cloned().collect()
+}
+
+#[tokio::test]
+async fn built_in_plugins_load_at_start_and_cannot_be_replaced_or_unloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &["--grant", "my-kill=docker,log"]);
+    let plugins = host.api.get("/plugins").await;
+    let kill = plugins.body.as_array().unwrap().iter().find(|p| p["name"] == "kill").expect("kill is built in").clone();
+    assert_eq!((kill["source"].as_str(), kill["fault_type"].as_str()), (Some("builtin"), Some("kill")));
+    assert_eq!(kill["grants"], json!(["log", "docker"]));
+    let types = host.api.get("/fault-types").await;
+    let kill_type = types.body.as_array().unwrap().iter().find(|t| t["name"] == "kill").unwrap().clone();
+    assert_eq!(kill_type["intensity"]["scope"], "share_of_targets");
+    assert_eq!(kill_type["platforms"], json!(["backend"]));
+
+    let replace = host.api.send_raw("PUT", "/plugins/kill", WASM, test_plugin("steady")).await;
+    assert_eq!((replace.status, replace.code()), (409, "builtin_plugin"));
+    let unload = host.api.delete("/plugins/kill").await;
+    assert_eq!((unload.status, unload.code()), (409, "builtin_plugin"));
+    let taken = host.api.send_raw("POST", "/plugins/my-kill", WASM, built_in_twin()).await;
+    assert_eq!((taken.status, taken.code()), (409, "fault_type_taken"), "an operator plugin cannot shadow a built-in fault type");
+}
+
+/// The built-in kill component itself, as an operator might upload it again.
+fn built_in_twin() -> Vec<u8> {
+    let target = faultline_tests::paths::target_dir().join("builtin-plugins/wasm32-wasip2/release/faultline_plugin_kill.wasm");
+    std::fs::read(&target).unwrap_or_else(|e| panic!("{}: {e}", target.display()))
 }
 
 #[tokio::test]
@@ -22,22 +55,29 @@ async fn an_uploaded_plugin_is_listed_with_its_unit_and_range_and_kept_across_re
     assert_eq!(loaded.body["grants"], json!(["log", "clock"]));
 
     let types = host.api.get("/fault-types").await;
-    let steady = &types.body[0];
+    let steady = types.body.as_array().unwrap().iter().find(|t| t["name"] == "test_steady").unwrap();
     assert_eq!(steady["name"], "test_steady");
     assert_eq!(steady["intensity"], json!({"unit": "level", "min": 0.0, "max": 100.0, "default": 50.0, "step": 10.0, "scope": "per_target"}));
     assert_eq!(steady["platforms"], json!(["backend", "frontend", "android"]));
     assert!(steady["description"].as_str().unwrap().contains("log and clock"));
     assert!(dir.path().join("plugins/steady.wasm").exists(), "an upload is written to the plugins directory");
-    let cached = std::fs::read_dir(dir.path().join("cache/components")).unwrap().count();
-    assert_eq!(cached, 1, "the compiled component is cached on disk");
+    let digest = loaded.body["digest"].as_str().unwrap().to_string();
+    let cached = |dir: &std::path::Path| -> Vec<std::fs::Metadata> {
+        let entries = std::fs::read_dir(dir.join("cache/components")).unwrap();
+        let ours = entries.map(|e| e.unwrap()).filter(|e| e.file_name().to_string_lossy().starts_with(&digest));
+        ours.map(|e| e.metadata().unwrap()).collect()
+    };
+    let first = cached(dir.path());
+    assert_eq!(first.len(), 1, "the compiled component is cached on disk, named by its digest");
 
     let key = host.api.key.clone();
     drop(host);
     let host = HostProcess::start(dir.path(), &[]);
     let host_api = host.api.with_key(key.as_deref());
     assert_eq!(fault_names(&host_api.get("/fault-types").await), ["test_steady"]);
-    let cached_again = std::fs::read_dir(dir.path().join("cache/components")).unwrap().count();
-    assert_eq!(cached_again, 1, "a restart reuses the cached compilation");
+    let again = cached(dir.path());
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].modified().unwrap(), first[0].modified().unwrap(), "a restart reuses the cached compilation");
 }
 
 #[tokio::test]
@@ -48,8 +88,8 @@ async fn plugins_in_the_directory_load_at_start_and_a_bad_file_is_skipped() {
     std::fs::write(dir.path().join("plugins/broken.wasm"), b"\0asm not really").unwrap();
     let host = HostProcess::start(dir.path(), &[]);
     assert_eq!(fault_names(&host.api.get("/fault-types").await), ["test_steady"]);
-    let plugins = host.api.get("/plugins").await;
-    assert_eq!(plugins.body[0]["source"], "directory");
+    let plugins = operator_plugins(&host.api.get("/plugins").await);
+    assert_eq!(plugins[0]["source"], "directory");
 }
 
 #[tokio::test]
@@ -114,7 +154,7 @@ async fn bad_uploads_are_refused_with_stable_codes_and_change_nothing() {
     let refused = host.api.with_key(Some(&engineer)).send_raw("POST", "/plugins/steady", WASM, test_plugin("steady")).await;
     assert_eq!((refused.status, refused.code()), (403, "forbidden"));
 
-    assert!(host.api.get("/plugins").await.body.as_array().unwrap().is_empty());
+    assert!(operator_plugins(&host.api.get("/plugins").await).is_empty());
     let files: Vec<_> = std::fs::read_dir(dir.path().join("plugins")).unwrap().collect();
     assert!(files.is_empty(), "nothing was written: {files:?}");
 }

@@ -51,7 +51,7 @@ impl InProcessHost {
         config.plugin_call_timeout = options.call_timeout;
         config.plugin_memory_limit = options.memory_limit;
         let capabilities = HostCapabilities { log: log.clone(), ..HostCapabilities::default() };
-        let host = faultline::start_host(&config, capabilities).await.expect("the host starts");
+        let host = faultline::start_host(&config, capabilities, Platforms::default()).await.expect("the host starts");
         let platform = Arc::new(ScriptedPlatform::new(log.clone(), options.tolerated));
         let mut state = host.state;
         state.platforms = Platforms::default().with(platform.clone());

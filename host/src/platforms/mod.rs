@@ -2,6 +2,8 @@
 //! request's targets and observe the system's health. Each platform
 //! (backend, frontend, android) lives in a folder of its own.
 
+pub mod backend;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 

@@ -1,0 +1,84 @@
+//! Builds the fault components under `plugins/` for wasm32-wasip2 and
+//! embeds them in the host, so built-in faults are always there to revert
+//! what they injected. Each plugin crate names its grants in its manifest:
+//! `[package.metadata.faultline] grants = "docker,log,clock"`.
+
+use std::env;
+use std::fmt::Write;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Plugin {
+    /// The plugin's name: its folder under plugins/.
+    name: String,
+    package: String,
+    grants: String,
+}
+
+fn manifest_value(manifest: &str, key: &str) -> Option<String> {
+    manifest.lines().find_map(|line| {
+        let (k, v) = line.split_once('=')?;
+        (k.trim() == key).then(|| v.trim().trim_matches('"').to_string())
+    })
+}
+
+fn plugins(dir: &Path) -> Vec<Plugin> {
+    let mut found: Vec<Plugin> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let manifest = fs::read_to_string(e.path().join("Cargo.toml")).ok()?;
+            Some(Plugin {
+                name: e.file_name().to_string_lossy().into_owned(),
+                package: manifest_value(&manifest, "name")?,
+                grants: manifest_value(&manifest, "grants")
+                    .unwrap_or_else(|| panic!("{}: no [package.metadata.faultline] grants", e.path().display())),
+            })
+        })
+        .collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest_dir.parent().unwrap();
+    for watched in ["plugins", "sdk", "wit"] {
+        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    }
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let plugins = plugins(&root.join("plugins"));
+
+    let mut generated = String::from("pub static BUILTINS: &[Builtin] = &[\n");
+    if !plugins.is_empty() {
+        // <target>/[<triple>/]<profile>/build/<pkg>-<hash>/out: build beside <profile>.
+        let build = out.ancestors().find(|p| p.file_name().is_some_and(|n| n == "build")).unwrap();
+        let target_dir = build.parent().unwrap().parent().unwrap().join("builtin-plugins");
+        let mut cargo = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cargo.current_dir(root).args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"]).arg(&target_dir);
+        for p in &plugins {
+            cargo.args(["-p", &p.package]);
+        }
+        // The outer build's flags are for the host, not for wasm.
+        for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET"] {
+            cargo.env_remove(var);
+        }
+        let status = cargo.status().expect("running cargo for the built-in plugins");
+        assert!(status.success(), "building the built-in plugins failed (is the wasm32-wasip2 target installed? `make setup`)");
+        for p in &plugins {
+            let wasm = target_dir.join("wasm32-wasip2/release").join(format!("{}.wasm", p.package.replace('-', "_")));
+            writeln!(
+                generated,
+                "    Builtin {{ name: {:?}, component: include_bytes!({:?}), grants: {:?} }},",
+                p.name,
+                wasm.display().to_string(),
+                p.grants
+            )
+            .unwrap();
+        }
+    }
+    generated.push_str("];\n");
+    fs::write(out.join("builtins.rs"), generated).unwrap();
+}

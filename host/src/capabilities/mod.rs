@@ -1,0 +1,4 @@
+//! The host's implementations of plugin capabilities, one folder each.
+//! The traits they implement live in the plugin runtime.
+
+pub mod docker;
