@@ -1,5 +1,6 @@
 # The two commands a new machine needs: `make run` and `make test`.
-# Both install what they need first (the wasm32-wasip2 target).
+# Both install what they need first: the wasm32-wasip2 target for plugins
+# and the musl target for static binaries that run in containers.
 
 CARGO ?= cargo
 ARGS ?=
@@ -9,7 +10,7 @@ ARGS ?=
 # Idempotent: rustup does nothing when the target is installed.
 setup:
 	@command -v rustup >/dev/null || { echo "rustup is required (https://rustup.rs)"; exit 1; }
-	rustup target add wasm32-wasip2
+	rustup target add wasm32-wasip2 x86_64-unknown-linux-musl
 
 # Serves the API on 127.0.0.1:7878 with the SQLite store in ./faultline-data.
 run: setup

@@ -3,12 +3,14 @@
 //! platform), and talking to it over HTTP.
 
 pub mod client;
+pub mod docker;
 pub mod inproc;
 pub mod paths;
 pub mod process;
 pub mod scripted;
 
 pub use client::{Api, Reply};
+pub use docker::DemoSystem;
 pub use inproc::{InProcessHost, Options};
 pub use process::HostProcess;
 pub use scripted::{RecordingLog, ScriptedPlatform};
