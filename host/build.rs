@@ -1,7 +1,10 @@
-//! Builds the fault components under `plugins/` for wasm32-wasip2 and
-//! embeds them in the host, so built-in faults are always there to revert
-//! what they injected. Each plugin crate names its grants in its manifest:
-//! `[package.metadata.faultline] grants = "docker,log,clock"`.
+//! Builds what the host embeds:
+//! - the fault components under `plugins/`, for wasm32-wasip2, so built-in
+//!   faults are always there to revert what they injected. Each plugin crate
+//!   names its grants in its manifest:
+//!   `[package.metadata.faultline] grants = "docker,log,clock"`;
+//! - the helper agent (`host/agent`), static for musl, which the host
+//!   packages into an image to run next to targets.
 
 use std::env;
 use std::fmt::Write;
@@ -42,33 +45,46 @@ fn plugins(dir: &Path) -> Vec<Plugin> {
     found
 }
 
+/// `cargo build --release --target TRIPLE -p PACKAGES` into `<target>/<dir>`,
+/// beside the outer build's own profile folders; returns the output folder.
+fn cargo_build(root: &Path, out: &Path, dir: &str, triple: &str, packages: &[&str]) -> PathBuf {
+    // OUT_DIR is <target>/[<triple>/]<profile>/build/<pkg>-<hash>/out.
+    let build = out.ancestors().find(|p| p.file_name().is_some_and(|n| n == "build")).unwrap();
+    let target_dir = build.parent().unwrap().parent().unwrap().join(dir);
+    let mut cargo = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cargo.current_dir(root).args(["build", "--release", "--target", triple, "--target-dir"]).arg(&target_dir);
+    for package in packages {
+        cargo.args(["-p", package]);
+    }
+    // The outer build's flags are for the host, not for these targets.
+    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET"] {
+        cargo.env_remove(var);
+    }
+    let status = cargo.status().expect("running cargo");
+    assert!(status.success(), "building {packages:?} for {triple} failed (are the targets installed? `make setup`)");
+    target_dir.join(triple).join("release")
+}
+
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest_dir.parent().unwrap();
     for watched in ["plugins", "sdk", "wit"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
+    println!("cargo:rerun-if-changed={}", manifest_dir.join("agent").display());
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    let plugins = plugins(&root.join("plugins"));
 
+    let agent = cargo_build(root, &out, "agent", "x86_64-unknown-linux-musl", &["faultline-agent"]).join("faultline-agent");
+    let generated = format!("pub static AGENT: &[u8] = include_bytes!({:?});\n", agent.display().to_string());
+    fs::write(out.join("agent.rs"), generated).unwrap();
+
+    let plugins = plugins(&root.join("plugins"));
     let mut generated = String::from("pub static BUILTINS: &[Builtin] = &[\n");
     if !plugins.is_empty() {
-        // <target>/[<triple>/]<profile>/build/<pkg>-<hash>/out: build beside <profile>.
-        let build = out.ancestors().find(|p| p.file_name().is_some_and(|n| n == "build")).unwrap();
-        let target_dir = build.parent().unwrap().parent().unwrap().join("builtin-plugins");
-        let mut cargo = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cargo.current_dir(root).args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"]).arg(&target_dir);
+        let packages: Vec<&str> = plugins.iter().map(|p| p.package.as_str()).collect();
+        let built = cargo_build(root, &out, "builtin-plugins", "wasm32-wasip2", &packages);
         for p in &plugins {
-            cargo.args(["-p", &p.package]);
-        }
-        // The outer build's flags are for the host, not for wasm.
-        for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET"] {
-            cargo.env_remove(var);
-        }
-        let status = cargo.status().expect("running cargo for the built-in plugins");
-        assert!(status.success(), "building the built-in plugins failed (is the wasm32-wasip2 target installed? `make setup`)");
-        for p in &plugins {
-            let wasm = target_dir.join("wasm32-wasip2/release").join(format!("{}.wasm", p.package.replace('-', "_")));
+            let wasm = built.join(format!("{}.wasm", p.package.replace('-', "_")));
             writeln!(
                 generated,
                 "    Builtin {{ name: {:?}, component: include_bytes!({:?}), grants: {:?} }},",

@@ -46,6 +46,11 @@ pub async fn connect_platforms() -> (HostCapabilities, Platforms) {
     let mut platforms = Platforms::default();
     match tokio::time::timeout(std::time::Duration::from_secs(5), DockerEngine::connect()).await {
         Ok(Ok(docker)) => {
+            match docker.helpers().sweep_expired().await {
+                Ok(0) => {}
+                Ok(n) => tracing::warn!("removed {n} expired helper containers a previous run left"),
+                Err(e) => tracing::warn!("could not sweep expired helpers: {e}"),
+            }
             let docker = Arc::new(docker);
             capabilities.docker = docker.clone();
             platforms = platforms.with(Arc::new(BackendPlatform::new(docker)));

@@ -29,6 +29,7 @@ async fn kill_at_half_intensity_kills_two_of_three_label_matched_containers_roun
     let status = host.api.wait_status("backend", id, 60, ended).await;
     assert_eq!(status["state"], "completed", "{status}");
     assert_eq!(system.running_count(), 1, "Docker says two of three were killed");
+    assert!(system.helpers_left().is_empty(), "helpers left behind: {:?}", system.helpers_left());
     let killed: Vec<&Value> = status["targets"].as_array().unwrap().iter().filter(|t| t["injection"] != "none").collect();
     assert_eq!(killed.len(), 2, "{status}");
     for target in &killed {
@@ -45,6 +46,29 @@ async fn kill_at_half_intensity_kills_two_of_three_label_matched_containers_roun
     assert!((worst - 1.0 / 3.0).abs() < 0.01, "one of three was left running: {metrics}");
     let score = status["score"].as_f64().unwrap();
     assert!(score < 60.0, "two dead containers that never recover score low: {score}");
+}
+
+#[tokio::test]
+async fn kill_with_a_restart_policy_is_recovered_from_and_the_recovery_is_scored() {
+    let system = DemoSystem::replicas(2, &["--restart", "always"]);
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &[]);
+    let before: Vec<u32> = system.names.iter().map(|n| DemoSystem::restart_count(n)).collect();
+    let started = host
+        .api
+        .post_json("/experiments/backend/start", &json!({"targets": [system.selector()], "fault_type": "kill", "intensity": 100,
+            "phases": phases(1.0, 1.0, 4.0)}))
+        .await;
+    assert_eq!(started.status, 201, "{started:?}");
+    let status = host.api.wait_status("backend", started.body["id"].as_str().unwrap(), 60, ended).await;
+    assert_eq!(status["state"], "completed", "{status}");
+    for (name, before) in system.names.iter().zip(before) {
+        assert!(DemoSystem::running(name), "{name} is back");
+        assert!(DemoSystem::restart_count(name) > before, "{name} was restarted by its policy");
+    }
+    assert!(status["result"]["recovered_after_ms"].is_number(), "recovery was observed: {status}");
+    assert!(system.helpers_left().is_empty(), "helpers left behind: {:?}", system.helpers_left());
+    assert!(status["score"].as_f64().unwrap() > 0.0);
 }
 
 #[tokio::test]

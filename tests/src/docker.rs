@@ -122,6 +122,18 @@ impl DemoSystem {
         docker(&["inspect", "-f", "{{.RestartCount}}", name]).parse().unwrap()
     }
 
+    /// Helper containers the host started against this system's containers
+    /// that still exist (they must not outlive their work).
+    pub fn helpers_left(&self) -> Vec<String> {
+        let ids: Vec<String> = self.names.iter().filter_map(|n| try_docker(&["inspect", "-f", "{{.Id}}", n]).ok()).collect();
+        let helpers = docker(&["ps", "-a", "--filter", "label=faultline.helper", "--format", "{{.ID}} {{.Label \"faultline.target\"}}"]);
+        helpers
+            .lines()
+            .filter(|l| ids.iter().any(|id| l.ends_with(id.as_str())))
+            .map(|l| l.split(' ').next().unwrap_or_default().to_string())
+            .collect()
+    }
+
     pub fn running_count(&self) -> usize {
         self.names.iter().filter(|n| try_docker(&["inspect", n]).is_ok() && Self::running(n)).count()
     }

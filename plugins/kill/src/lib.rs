@@ -2,8 +2,9 @@
 //! of the matched containers: intensity is the percentage of containers,
 //! rounded up, at least one (50 % of 3 is 2).
 //!
-//! A kill cannot be undone; what the experiment measures is how the system
-//! recovers by itself (a restart policy, a supervisor). With
+//! The signal comes from outside the container, as a crash would, so the
+//! container's restart policy applies. A kill cannot be undone; what the
+//! experiment measures is how the system recovers by itself. With
 //! `restart_after: true` the revert also restarts a killed container that
 //! has not come back, so nothing is left down when the experiment ends.
 

@@ -3,6 +3,7 @@
 //! host call.
 
 mod convert;
+mod helpers;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use async_trait::async_trait;
 use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::query_parameters::{
-    InspectContainerOptions, KillContainerOptionsBuilder, ListContainersOptionsBuilder, RestartContainerOptionsBuilder,
+    InspectContainerOptions, ListContainersOptionsBuilder, RestartContainerOptionsBuilder,
     StatsOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 use faultline_plugin_runtime::capability::CapResult;
@@ -20,17 +21,18 @@ use faultline_plugin_runtime::model::CapabilityError;
 use futures_util::{StreamExt, TryStreamExt, future};
 
 pub use convert::container_of;
+pub use helpers::{HELPER_LABEL, Helpers};
 
 /// Budget of one Docker API call that is not a user-given wait.
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-#[derive(Clone)]
 pub struct DockerEngine {
     client: Docker,
+    helpers: Helpers,
 }
 
 /// Maps bollard's errors onto the contract's.
-fn capability_error(e: bollard::errors::Error) -> CapabilityError {
+pub(crate) fn capability_error(e: bollard::errors::Error) -> CapabilityError {
     use bollard::errors::Error as E;
     match e {
         E::DockerResponseServerError { status_code: 404, message } => CapabilityError::NotFound(message),
@@ -40,7 +42,7 @@ fn capability_error(e: bollard::errors::Error) -> CapabilityError {
     }
 }
 
-async fn timed<T>(what: &str, limit: Duration, call: impl Future<Output = Result<T, bollard::errors::Error>>) -> CapResult<T> {
+pub(crate) async fn timed<T>(what: &str, limit: Duration, call: impl Future<Output = Result<T, bollard::errors::Error>>) -> CapResult<T> {
     match tokio::time::timeout(limit, call).await {
         Ok(result) => result.map_err(capability_error),
         Err(_) => Err(CapabilityError::Timeout(format!("{what} took longer than {limit:?}"))),
@@ -53,11 +55,15 @@ impl DockerEngine {
     pub async fn connect() -> Result<Self, bollard::errors::Error> {
         let client = Docker::connect_with_defaults()?.negotiate_version().await?;
         client.ping().await?;
-        Ok(DockerEngine { client })
+        Ok(DockerEngine { helpers: Helpers::new(client.clone()), client })
     }
 
     pub fn client(&self) -> &Docker {
         &self.client
+    }
+
+    pub fn helpers(&self) -> &Helpers {
+        &self.helpers
     }
 
     /// Ids of the containers carrying every one of these labels (`key=value`).
@@ -105,9 +111,13 @@ impl cap::Docker for DockerEngine {
         Ok(container_of(response))
     }
 
+    /// Signals the main process from outside the container, as a crash
+    /// would: Docker's own kill API marks the container as stopped by hand,
+    /// and its restart policy would never apply.
     async fn signal(&self, id: String, signal: String) -> CapResult<()> {
-        let options = KillContainerOptionsBuilder::default().signal(&signal).build();
-        timed("signalling a container", CALL_TIMEOUT, self.client.kill_container(&id, Some(options))).await
+        let container = self.inspect(id).await?;
+        let pid = container.pid.ok_or_else(|| CapabilityError::NotFound(format!("{} is not running", container.name)))?;
+        self.helpers.signal_host_pid(&container.id, pid, &signal).await
     }
 
     async fn pause(&self, id: String) -> CapResult<()> {
@@ -174,12 +184,12 @@ impl cap::Docker for DockerEngine {
         timed("copying into a container", CALL_TIMEOUT, self.client.upload_to_container(&id, Some(options), body)).await
     }
 
-    async fn run_helper(&self, _spec: HelperSpec) -> CapResult<String> {
-        Err(CapabilityError::Unavailable("this host has no helper agent image yet".into()))
+    async fn run_helper(&self, spec: HelperSpec) -> CapResult<String> {
+        self.helpers.run(spec).await
     }
 
-    async fn remove_helper(&self, _helper: String) -> CapResult<()> {
-        Err(CapabilityError::Unavailable("this host has no helper agent image yet".into()))
+    async fn remove_helper(&self, helper: String) -> CapResult<()> {
+        self.helpers.remove(helper).await
     }
 
     /// One reading; Docker takes two samples about a second apart to give

@@ -1,0 +1,202 @@
+//! Helpers: the host's agent binary, run in a target container's
+//! namespaces. The image is built locally FROM scratch from the agent
+//! embedded in this binary, tagged by its content, and never pulled. Every
+//! helper carries its time-to-live twice: the agent exits by itself, and
+//! the container is labelled with its expiry so a later start sweeps it.
+
+use std::collections::HashMap;
+
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
+    StartContainerOptions, WaitContainerOptionsBuilder,
+};
+use faultline_plugin_runtime::capability::CapResult;
+use faultline_plugin_runtime::capability::docker::{HelperSpec, Namespace};
+use faultline_plugin_runtime::model::CapabilityError;
+use futures_util::StreamExt;
+use tokio::sync::OnceCell;
+
+use super::{CALL_TIMEOUT, capability_error, timed};
+use crate::store::now_ms;
+
+include!(concat!(env!("OUT_DIR"), "/agent.rs"));
+
+/// Every helper carries this label; its value is the experiment-free owner tag.
+pub const HELPER_LABEL: &str = "faultline.helper";
+const EXPIRES_LABEL: &str = "faultline.expires";
+const TARGET_LABEL: &str = "faultline.target";
+
+pub struct Helpers {
+    client: Docker,
+    image: OnceCell<String>,
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100000001b3))
+}
+
+/// A tar archive of one build context: a Dockerfile and the agent.
+fn build_context() -> std::io::Result<Vec<u8>> {
+    let dockerfile = b"FROM scratch\nCOPY faultline-agent /faultline-agent\nENTRYPOINT [\"/faultline-agent\"]\n";
+    let mut archive = tar::Builder::new(Vec::new());
+    for (name, bytes, mode) in [("Dockerfile", &dockerfile[..], 0o644), ("faultline-agent", AGENT, 0o755)] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(mode);
+        header.set_cksum();
+        archive.append_data(&mut header, name, bytes)?;
+    }
+    archive.into_inner()
+}
+
+impl Helpers {
+    pub fn new(client: Docker) -> Self {
+        Helpers { client, image: OnceCell::new() }
+    }
+
+    /// The agent image's tag: a new agent binary gets a new image.
+    pub fn image_tag() -> String {
+        format!("faultline-agent:{}-{:012x}", env!("CARGO_PKG_VERSION"), fnv(AGENT) & 0xffff_ffff_ffff)
+    }
+
+    /// The agent image, built on first use if this engine lacks it.
+    async fn image(&self) -> CapResult<String> {
+        self.image.get_or_try_init(|| self.build_image()).await.cloned()
+    }
+
+    async fn build_image(&self) -> CapResult<String> {
+        let tag = Self::image_tag();
+        if self.client.inspect_image(&tag).await.is_ok() {
+            return Ok(tag);
+        }
+        let context = build_context().map_err(|e| CapabilityError::Failed(format!("packing the agent image: {e}")))?;
+        let options = BuildImageOptionsBuilder::default().t(&tag).rm(true).forcerm(true).build();
+        let build = async {
+            let mut progress = std::pin::pin!(self.client.build_image(options, None, Some(bollard::body_full(context.into()))));
+            while let Some(step) = progress.next().await {
+                if let Some(error) = step?.error {
+                    return Err(bollard::errors::Error::DockerStreamError { error });
+                }
+            }
+            Ok(())
+        };
+        timed("building the agent image", CALL_TIMEOUT, build).await?;
+        tracing::info!(image = %tag, "built the helper agent image");
+        Ok(tag)
+    }
+
+    /// Creates and starts a helper container; removes it again if it cannot start.
+    async fn launch(&self, args: Vec<String>, ttl_seconds: u32, target: &str, host_config: HostConfig) -> CapResult<String> {
+        let image = self.image().await?;
+        let expires = now_ms() / 1000 + i64::from(ttl_seconds);
+        let mut cmd = vec!["--ttl".to_string(), ttl_seconds.to_string()];
+        cmd.extend(args);
+        let body = ContainerCreateBody {
+            image: Some(image),
+            cmd: Some(cmd),
+            labels: Some(HashMap::from([
+                (HELPER_LABEL.to_string(), "true".to_string()),
+                (EXPIRES_LABEL.to_string(), expires.to_string()),
+                (TARGET_LABEL.to_string(), target.to_string()),
+            ])),
+            host_config: Some(host_config),
+            ..Default::default()
+        };
+        let name = format!("faultline-helper-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let options = CreateContainerOptionsBuilder::default().name(&name).build();
+        let created = timed("creating a helper", CALL_TIMEOUT, self.client.create_container(Some(options), body)).await?;
+        let start = self.client.start_container(&created.id, None::<StartContainerOptions>);
+        if let Err(e) = timed("starting a helper", CALL_TIMEOUT, start).await {
+            let _ = self.remove(created.id.clone()).await;
+            return Err(e);
+        }
+        Ok(created.id)
+    }
+
+    /// Delivers a signal to a process of the engine's host, by its host PID,
+    /// from a short-lived helper in the host's PID namespace: a signal from
+    /// outside the container, as a crash or the kernel would send it. The
+    /// PID comes from Docker, never from a plugin.
+    pub async fn signal_host_pid(&self, container: &str, pid: u32, signal: &str) -> CapResult<()> {
+        let args = ["signal", "--pid", &pid.to_string(), "--signal", signal].map(String::from).to_vec();
+        let host_config = HostConfig { pid_mode: Some("host".into()), ..Default::default() };
+        let id = self.launch(args, 30, container, host_config).await?;
+        let options = WaitContainerOptionsBuilder::default().condition("not-running").build();
+        let waited = async {
+            let mut wait = std::pin::pin!(self.client.wait_container(&id, Some(options)));
+            match wait.next().await {
+                Some(Ok(r)) => Ok(r.status_code),
+                Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => Ok(code),
+                Some(Err(e)) => Err(e),
+                None => Ok(-1),
+            }
+        };
+        let exit = timed("waiting for a helper", CALL_TIMEOUT, waited).await;
+        let _ = self.remove(id).await;
+        match exit? {
+            0 => Ok(()),
+            code => Err(CapabilityError::Failed(format!("the agent could not send {signal} to pid {pid} (exit {code})"))),
+        }
+    }
+
+    /// Starts a helper in the target's namespaces; returns its container id.
+    pub async fn run(&self, spec: HelperSpec) -> CapResult<String> {
+        let target = timed("inspecting a helper's target", CALL_TIMEOUT, self.client.inspect_container(&spec.target, None::<bollard::query_parameters::InspectContainerOptions>)).await?;
+        let target_id = target.id.unwrap_or_default();
+        if !target.state.and_then(|s| s.running).unwrap_or(false) {
+            return Err(CapabilityError::NotFound(format!("{} is not running", spec.target)));
+        }
+        let joined = format!("container:{target_id}");
+        let share = |ns: Namespace| spec.share.contains(&ns).then(|| joined.clone());
+        let cgroup_parent = if spec.share.contains(&Namespace::Cgroup) {
+            // Under the target's own cgroup (cgroupfs driver): the target's
+            // limits bind the helper and its stats include the helper's use.
+            let parent = target.host_config.and_then(|h| h.cgroup_parent).filter(|p| !p.is_empty());
+            Some(format!("{}/{target_id}", parent.as_deref().unwrap_or("/docker")))
+        } else {
+            None
+        };
+        let host_config = HostConfig {
+            network_mode: share(Namespace::Network),
+            pid_mode: share(Namespace::Pid),
+            cgroup_parent,
+            cap_add: (!spec.cap_add.is_empty()).then_some(spec.cap_add),
+            auto_remove: Some(true),
+            ..Default::default()
+        };
+        self.launch(spec.args, spec.ttl_seconds, &target_id, host_config).await
+    }
+
+    /// Removes a helper; one that is gone already is fine.
+    pub async fn remove(&self, id: String) -> CapResult<()> {
+        let options = RemoveContainerOptionsBuilder::default().force(true).build();
+        match timed("removing a helper", CALL_TIMEOUT, self.client.remove_container(&id, Some(options))).await {
+            Err(CapabilityError::NotFound(_)) => Ok(()),
+            // Docker is already removing it (auto-remove after exit).
+            Err(CapabilityError::Failed(why)) if why.starts_with("409") => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Removes helpers whose time-to-live has passed: what a host that died
+    /// left behind. Returns how many.
+    pub async fn sweep_expired(&self) -> CapResult<usize> {
+        let filters = HashMap::from([("label", vec![HELPER_LABEL.to_string()])]);
+        let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+        let helpers = self.client.list_containers(Some(options)).await.map_err(capability_error)?;
+        let now = now_ms() / 1000;
+        let mut removed = 0;
+        for helper in helpers {
+            let expires = helper.labels.as_ref().and_then(|l| l.get(EXPIRES_LABEL)).and_then(|e| e.parse::<i64>().ok());
+            if expires.is_none_or(|e| e <= now) {
+                if let Some(id) = helper.id {
+                    self.remove(id).await?;
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
