@@ -234,3 +234,35 @@ async fn the_openapi_document_describes_every_route() {
     }
     assert!(doc["components"]["securitySchemes"]["api_key"].is_object());
 }
+
+#[tokio::test]
+async fn log_and_clock_plugin_share_of_targets_skips_a_vanished_target_for_the_next_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options { plugins: vec!["share"], ..Options::default() }).await;
+    let id = host
+        .start_experiment(json!({"fault_type": "test_share", "targets": ["gone-1", "svc-a", "svc-b", "svc-c"], "intensity": 50,
+            "phases": phases(0.3, 1.2, 0.3)}))
+        .await;
+    let status = host.api.wait_status("backend", &id, 30, ended).await;
+    assert_eq!(status["state"], "completed", "{status}");
+    let injections: Vec<(&str, &str)> = status["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["injection"].as_str().unwrap()))
+        .collect();
+    // 50 % of 4 is 2: the vanished first target was skipped for the next two.
+    assert_eq!(injections, [("gone-1", "failed"), ("svc-a", "reverted"), ("svc-b", "reverted"), ("svc-c", "none")]);
+    assert_eq!(host.log.messages(&id, "inject ").len(), 2);
+    assert!(host.log.in_effect().is_empty());
+}
+
+#[tokio::test]
+async fn an_experiment_whose_every_target_is_gone_fails_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    let id = host.start_experiment(json!({"fault_type": "test_steady", "targets": ["gone-1", "gone-2"], "phases": phases(0.2, 0.6, 0.2)})).await;
+    let status = host.api.wait_status("backend", &id, 30, ended).await;
+    assert_eq!(status["state"], "failed", "{status}");
+    assert!(status["error"].as_str().unwrap().contains("no target could be injected"), "{status}");
+}

@@ -43,6 +43,10 @@ pub(super) struct Run {
     interrupt: Arc<Mutex<Option<Interrupt>>>,
     instance: Option<FaultInstance>,
     active: Vec<Active>,
+    /// Share-of-targets mode: the next target not yet tried.
+    next_target: usize,
+    /// Whether any injection ever took: targets vanishing later is not a failure.
+    injected_once: bool,
     level: f64,
     max_tolerated: Option<f64>,
     seq: i64,
@@ -73,6 +77,8 @@ impl Run {
             interrupt,
             instance: None,
             active: vec![],
+            next_target: 0,
+            injected_once: false,
             level: 0.0,
             max_tolerated: None,
             seq: 0,
@@ -155,8 +161,10 @@ impl Run {
             let n = self.plan.targets.len();
             // Rounded up, at least one: 50 % of 3 containers is 2.
             let want = ((n as f64 * level / 100.0).ceil() as usize).clamp(1, n);
-            while self.active.len() < want {
-                let target = self.plan.targets[self.active.len()].clone();
+            // A target that went away is skipped for the next one.
+            while self.active.len() < want && self.next_target < n {
+                let target = self.plan.targets[self.next_target].clone();
+                self.next_target += 1;
                 self.inject(target, level).await?;
             }
             while self.active.len() > want {
@@ -167,13 +175,13 @@ impl Run {
             for target in self.plan.targets.clone() {
                 self.inject(target, level).await?;
             }
-            if self.active.is_empty() {
-                return Err(Failure("no target could be injected".into()));
-            }
         } else {
             for i in 0..self.active.len() {
                 self.adjust(i, level).await?;
             }
+        }
+        if !self.injected_once {
+            return Err(Failure("no target could be injected: every one was unavailable".into()));
         }
         let _ = self.store.set_intensity(&self.id, level, self.max_tolerated).await;
         if previous != level {
@@ -207,6 +215,7 @@ impl Run {
         self.metrics.plugin_call(&self.plan.plugin, "inject", took.elapsed());
         match outcome {
             Ok(token) => {
+                self.injected_once = true;
                 self.active.push(Active { journal_id: journal_id.clone(), target: target.clone(), token: token.clone() });
                 if let Err(e) = self.store.journal_active(&journal_id, &token, level).await {
                     return Err(Failure(format!("journal: {e}")));

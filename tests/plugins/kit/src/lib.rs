@@ -7,12 +7,17 @@ use faultline_sdk::{FaultError, FaultInfo, IntensitySpec, ParamKind, ParamSpec, 
 
 /// Describes a log-only fault under `name`, for every platform.
 pub fn describe(name: &str, description: &str) -> FaultInfo {
+    describe_with(name, description, IntensitySpec::per_target("level", 0.0, 100.0, 50.0, 10.0))
+}
+
+/// The same, with another intensity model.
+pub fn describe_with(name: &str, description: &str, intensity: IntensitySpec) -> FaultInfo {
     FaultInfo {
         name: name.into(),
         aliases: vec![],
         description: description.into(),
         platforms: vec![Platform::Backend, Platform::Frontend, Platform::Android],
-        intensity: Some(IntensitySpec::per_target("level", 0.0, 100.0, 50.0, 10.0)),
+        intensity: Some(intensity),
         params: vec![ParamSpec {
             name: "label".into(),
             description: "Free text copied into the log records".into(),
@@ -24,7 +29,11 @@ pub fn describe(name: &str, description: &str) -> FaultInfo {
 }
 
 /// Injects by logging `inject <token>`; the token names target and intensity.
+/// Targets named `gone...` are reported unavailable, as a vanished container is.
 pub fn inject(target: &Target, settings: &Settings) -> Result<String, FaultError> {
+    if target.name.starts_with("gone") {
+        return Err(FaultError::TargetUnavailable(format!("{} is gone", target.name)));
+    }
     let token = format!("{}@{}#{}", target.id, settings.intensity, clock::monotonic_ms());
     log::info(&format!("inject {token}"));
     Ok(token)
