@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use faultline_plugin_runtime::capability::adb::{Adb, Device, ShellOutput};
-use faultline_plugin_runtime::capability::docker::{Container, Docker, ExecOutput, HelperSpec, ResourceUsage};
+use faultline_plugin_runtime::capability::docker::{Container, Docker, Machine, ExecOutput, HelperSpec, ResourceUsage};
 use faultline_plugin_runtime::capability::log::{Level, LogSink};
 use faultline_plugin_runtime::capability::proxy::{Proxy, Rule};
 use faultline_plugin_runtime::capability::CapResult;
@@ -76,6 +76,10 @@ macro_rules! args {
 
 #[async_trait]
 impl Docker for RecordingHost {
+    async fn engine_info(&self) -> CapResult<Machine> {
+        self.record("docker.engine_info", vec![])?;
+        Ok(Machine { cpus: 2, memory_bytes: 4 << 30, kernel: "6.1.0".into(), cgroup_driver: "cgroupfs".into() })
+    }
     async fn find(&self, selectors: Vec<String>) -> CapResult<Vec<Container>> {
         self.record("docker.find", args!(selectors))?;
         let matches = |c: &Container, s: &String| match s.split_once('=') {

@@ -44,6 +44,7 @@ pub mod bindings {
     });
 }
 
+pub mod helper;
 mod settings;
 
 #[cfg(all(feature = "harness", not(target_arch = "wasm32")))]

@@ -2,8 +2,13 @@
 //! namespaces. Every run carries a time-to-live: whatever happens to the
 //! host, the agent ends itself, and with it its effect.
 //!
-//! faultline-agent [--ttl SECONDS] signal --pid PID --signal NAME
+//! faultline-agent [--ttl SECONDS] COMMAND ...
+//!   signal --pid PID --signal NAME
+//!   cpu --percent P [--cpus C]
+//!   memory --bytes B
 
+mod cpu;
+mod memory;
 mod signal;
 
 use std::time::Duration;
@@ -12,7 +17,7 @@ use std::time::Duration;
 const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 
 fn usage() -> ! {
-    eprintln!("usage: faultline-agent [--ttl SECONDS] signal --pid PID --signal NAME");
+    eprintln!("usage: faultline-agent [--ttl SECONDS] (signal --pid PID --signal NAME | cpu --percent P [--cpus C] | memory --bytes B)");
     std::process::exit(2)
 }
 
@@ -39,6 +44,8 @@ fn main() {
     let rest = &args[1..];
     let outcome = match command.as_str() {
         "signal" => signal::run(rest),
+        "cpu" => cpu::run(rest),
+        "memory" => memory::run(rest),
         _ => usage(),
     };
     if let Err(e) = outcome {

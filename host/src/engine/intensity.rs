@@ -17,7 +17,7 @@ pub struct Ramp {
 impl Ramp {
     pub fn new(intensity: &Intensity, injecting_ms: u64) -> Self {
         let target = intensity.requested;
-        if !intensity.graded || intensity.step <= 0.0 || target <= intensity.min {
+        if !intensity.graded || !intensity.ramp || intensity.step <= 0.0 || target <= intensity.min {
             return Ramp { levels: vec![target], injecting_ms };
         }
         let span = target - intensity.min;
@@ -91,7 +91,7 @@ mod tests {
     use faultline_plugin_runtime::model::IntensityScope;
 
     fn intensity(requested: f64, step: f64) -> Intensity {
-        Intensity { requested, min: 0.0, step, unit: "percent".into(), scope: IntensityScope::PerTarget, graded: true }
+        Intensity { requested, min: 0.0, step, unit: "percent".into(), scope: IntensityScope::PerTarget, graded: true, ramp: true }
     }
 
     #[test]
@@ -102,6 +102,12 @@ mod tests {
         assert_eq!(ramp.level_at(1999), 40.0);
         assert_eq!(ramp.level_at(3999), 80.0);
         assert_eq!(ramp.level_at(10_000), 80.0);
+    }
+
+    #[test]
+    fn without_ramp_the_requested_level_holds_throughout() {
+        let ramp = Ramp::new(&Intensity { ramp: false, ..intensity(80.0, 20.0) }, 4000);
+        assert_eq!(ramp.levels(), &[80.0]);
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub struct Intensity {
     pub scope: IntensityScope,
     /// False for on/off faults: no ramp, no adaptation.
     pub graded: bool,
+    /// Climb in steps to the requested level (the default), or hold it throughout.
+    pub ramp: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

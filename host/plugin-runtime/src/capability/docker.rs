@@ -8,7 +8,7 @@ use super::{CapResult, NotConfigured};
 use crate::bindings::faultline::plugin::docker as wit;
 use crate::state::StoreState;
 
-pub use wit::{Container, ExecOutput, HelperSpec, Namespace, ResourceUsage};
+pub use wit::{Container, Machine, ExecOutput, HelperSpec, Namespace, ResourceUsage};
 
 type WitResult<T> = wasmtime::Result<Result<T, wit::CapabilityError>>;
 
@@ -16,6 +16,7 @@ type WitResult<T> = wasmtime::Result<Result<T, wit::CapabilityError>>;
 /// to the engine; the SDK's harness records calls instead.
 #[async_trait]
 pub trait Docker: Send + Sync {
+    async fn engine_info(&self) -> CapResult<Machine>;
     async fn find(&self, selectors: Vec<String>) -> CapResult<Vec<Container>>;
     async fn inspect(&self, id: String) -> CapResult<Container>;
     async fn signal(&self, id: String, signal: String) -> CapResult<()>;
@@ -31,6 +32,9 @@ pub trait Docker: Send + Sync {
 
 #[async_trait]
 impl Docker for NotConfigured {
+    async fn engine_info(&self) -> CapResult<Machine> {
+        self.refuse()
+    }
     async fn find(&self, _: Vec<String>) -> CapResult<Vec<Container>> {
         self.refuse()
     }
@@ -73,6 +77,9 @@ fn wit<T>(r: CapResult<T>) -> WitResult<T> {
 }
 
 impl wit::Host for DockerSlot {
+    async fn engine_info(&mut self) -> WitResult<Machine> {
+        wit(self.0.engine_info().await)
+    }
     async fn find(&mut self, selectors: Vec<String>) -> WitResult<Vec<Container>> {
         wit(self.0.find(selectors).await)
     }

@@ -33,6 +33,8 @@ pub struct StartRequest {
     /// Let intensity follow the system's health, up to `intensity`.
     #[serde(default)]
     pub adaptive: bool,
+    /// Climb to `intensity` in the fault's steps (the default); false holds it throughout.
+    pub ramp: Option<bool>,
     /// In the fault's unit; defaults to the fault's default. The ceiling in adaptive mode.
     pub intensity: Option<f64>,
     /// Parameters besides intensity, as the fault type declares them.
@@ -152,6 +154,7 @@ impl StartRequest {
                 unit: String::new(),
                 scope: IntensityScope::PerTarget,
                 graded: false,
+                ramp: false,
             });
         };
         let requested = self.intensity.unwrap_or(spec.default);
@@ -162,7 +165,8 @@ impl StartRequest {
             )
             .with(json!({ "min": spec.min, "max": spec.max, "unit": spec.unit })));
         }
-        Ok(Intensity { requested, min: spec.min, step: spec.step, unit: spec.unit.clone(), scope: spec.scope, graded: true })
+        let ramp = self.ramp.unwrap_or(true);
+        Ok(Intensity { requested, min: spec.min, step: spec.step, unit: spec.unit.clone(), scope: spec.scope, graded: true, ramp })
     }
 }
 

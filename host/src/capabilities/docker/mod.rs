@@ -16,7 +16,7 @@ use bollard::query_parameters::{
     StatsOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 use faultline_plugin_runtime::capability::CapResult;
-use faultline_plugin_runtime::capability::docker::{self as cap, Container, ExecOutput, HelperSpec, ResourceUsage};
+use faultline_plugin_runtime::capability::docker::{self as cap, Container, Machine, ExecOutput, HelperSpec, ResourceUsage};
 use faultline_plugin_runtime::model::CapabilityError;
 use futures_util::{StreamExt, TryStreamExt, future};
 
@@ -77,6 +77,16 @@ impl DockerEngine {
 
 #[async_trait]
 impl cap::Docker for DockerEngine {
+    async fn engine_info(&self) -> CapResult<Machine> {
+        let info = timed("reading the engine's info", CALL_TIMEOUT, self.client.info()).await?;
+        Ok(Machine {
+            cpus: info.ncpu.unwrap_or(1).max(1) as u32,
+            memory_bytes: info.mem_total.unwrap_or(0).max(0) as u64,
+            kernel: info.kernel_version.unwrap_or_default(),
+            cgroup_driver: info.cgroup_driver.map(|d| d.to_string()).unwrap_or_default(),
+        })
+    }
+
     /// A selector with `=` is a label (`key=value`); otherwise it is a
     /// container name, matched exactly. All selectors must hold.
     async fn find(&self, selectors: Vec<String>) -> CapResult<Vec<Container>> {

@@ -1,0 +1,30 @@
+//! `memory`: allocates memory and writes to every page of it, so it is
+//! really resident (and counts against the cgroup the helper runs under),
+//! then holds it until the agent ends.
+
+use crate::flag;
+
+const PAGE: usize = 4096;
+const CHUNK: usize = 16 << 20;
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let bytes: u64 = flag(args, "--bytes").and_then(|b| b.parse().ok()).ok_or("--bytes B is required")?;
+    let mut held: Vec<Vec<u8>> = Vec::new();
+    let mut left = bytes as usize;
+    while left > 0 {
+        let size = left.min(CHUNK);
+        let mut chunk = Vec::with_capacity(size);
+        // Touch one byte a page: the kernel then backs every page for real.
+        chunk.resize(size, 0u8);
+        for i in (0..size).step_by(PAGE) {
+            chunk[i] = 1;
+        }
+        held.push(chunk);
+        left -= size;
+    }
+    eprintln!("faultline-agent memory: holding {bytes} bytes");
+    loop {
+        std::thread::park();
+        std::hint::black_box(&held);
+    }
+}
