@@ -5,6 +5,9 @@ use faultline_tests::docker::docker;
 use faultline_tests::{DemoSystem, HostProcess};
 use serde_json::json;
 
+/// The stress tests measure the machine's CPU: they run one at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// `docker stats` once: (CPU percent, memory in MiB).
 fn stats(container: &str) -> (f64, f64) {
     let line = docker(&["stats", "--no-stream", "--format", "{{.CPUPerc}} {{.MemUsage}}", container]);
@@ -44,6 +47,7 @@ async fn stop(host: &HostProcess, id: &str) -> serde_json::Value {
 
 #[tokio::test]
 async fn cpu_stress_at_half_of_a_one_cpu_container_shows_in_its_stats_and_ends_with_the_experiment() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let system = DemoSystem::replicas(1, &["--cpus", "1"]);
     let container = system.names[0].clone();
     let dir = tempfile::tempdir().unwrap();
@@ -62,6 +66,7 @@ async fn cpu_stress_at_half_of_a_one_cpu_container_shows_in_its_stats_and_ends_w
 
 #[tokio::test]
 async fn memory_stress_at_half_of_a_256_mib_container_fills_half_and_releases_it() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let system = DemoSystem::replicas(1, &["--memory", "256m"]);
     let container = system.names[0].clone();
     let dir = tempfile::tempdir().unwrap();
