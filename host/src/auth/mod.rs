@@ -4,7 +4,7 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use rand::Rng;
+use rand::RngExt;
 use rand::distr::Alphanumeric;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
