@@ -42,7 +42,9 @@ async fn kill_at_half_intensity_kills_two_of_three_label_matched_containers_roun
 
     let metrics = host.api.get(&format!("/experiments/backend/metrics?id={id}")).await.body;
     assert_eq!(metrics["phases"]["baseline"]["health"]["min"], 1.0, "{metrics}");
-    let worst = metrics["phases"]["injecting"]["health"]["min"].as_f64().unwrap();
+    // The second kill may land just before the phase ends: read the lowest
+    // health the platform observed from injecting on.
+    let worst = ["injecting", "recovering"].iter().filter_map(|p| metrics["phases"][p]["health"]["min"].as_f64()).fold(1.0, f64::min);
     assert!((worst - 1.0 / 3.0).abs() < 0.01, "one of three was left running: {metrics}");
     let score = status["score"].as_f64().unwrap();
     assert!(score < 60.0, "two dead containers that never recover score low: {score}");
@@ -57,7 +59,7 @@ async fn kill_with_a_restart_policy_is_recovered_from_and_the_recovery_is_scored
     let started = host
         .api
         .post_json("/experiments/backend/start", &json!({"targets": [system.selector()], "fault_type": "kill", "intensity": 100,
-            "phases": phases(1.0, 1.0, 4.0)}))
+            "ramp": false, "phases": phases(1.0, 1.0, 4.0)}))
         .await;
     assert_eq!(started.status, 201, "{started:?}");
     let status = host.api.wait_status("backend", started.body["id"].as_str().unwrap(), 60, ended).await;

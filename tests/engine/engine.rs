@@ -225,6 +225,7 @@ async fn the_openapi_document_describes_every_route() {
         ("/plugins/{name}", "post"),
         ("/plugins/{name}", "delete"),
         ("/experiments/{platform}/start", "post"),
+        ("/experiments/{platform}/preview", "post"),
         ("/experiments/{platform}/status", "get"),
         ("/experiments/{platform}/metrics", "get"),
         ("/experiments/{platform}/stop", "post"),

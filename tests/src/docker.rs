@@ -74,7 +74,8 @@ pub struct DemoSystem {
 }
 
 impl DemoSystem {
-    fn new() -> DemoSystem {
+    /// A system with no container yet, and its network.
+    pub fn empty() -> DemoSystem {
         let id = format!("fl{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
         let network = format!("{id}-net");
         docker(&["network", "create", "--label", &format!("faultline.test={id}"), &network]);
@@ -101,7 +102,7 @@ impl DemoSystem {
 
     /// `count` identical replicas labelled `app=<id>`; `extra` goes to `docker run`.
     pub fn replicas(count: usize, extra: &[&str]) -> DemoSystem {
-        let mut system = DemoSystem::new();
+        let mut system = DemoSystem::empty();
         for i in 1..=count {
             system.run(&format!("replica-{i}"), &[("tier", "replica")], extra, &[]);
         }

@@ -86,6 +86,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(plugins::list_plugins))
         .routes(routes!(plugins::get_plugin, plugins::create_plugin, plugins::replace_plugin, plugins::delete_plugin))
         .routes(routes!(experiments::start))
+        .routes(routes!(experiments::preview))
         .routes(routes!(experiments::status))
         .routes(routes!(experiments::metrics))
         .routes(routes!(experiments::stop))

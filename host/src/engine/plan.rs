@@ -5,6 +5,8 @@ use std::time::Duration;
 use faultline_plugin_runtime::model::{IntensityScope, ParamValue, Platform, Settings, Target};
 use serde::{Deserialize, Serialize};
 
+use crate::platforms::Impact;
+
 /// Default share of the duration for baseline, injecting and recovering.
 pub const DEFAULT_SPLIT: (f64, f64, f64) = (0.2, 0.6, 0.2);
 
@@ -30,6 +32,9 @@ pub struct Plan {
     pub tolerance: f64,
     /// Seconds every effect is given to live: the experiment's remaining time plus a margin.
     pub ttl_seconds: u32,
+    /// How far a fault on the targets can reach, where the platform knows.
+    #[serde(default)]
+    pub impact: Option<Impact>,
 }
 
 /// The intensity model: the requested level in the fault's unit, and how

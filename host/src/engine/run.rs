@@ -335,9 +335,11 @@ impl Run {
         let mut in_band_since: Option<u64> = None;
         let mut in_band = 0;
         loop {
+            // A reading counts from when it was taken, not from when it returned.
+            let taken_at = started.elapsed().as_millis() as u64;
             let health = self.sample(Phase::Recovering).await.health;
             if health >= band {
-                in_band_since.get_or_insert(started.elapsed().as_millis() as u64);
+                in_band_since.get_or_insert(taken_at);
                 in_band += 1;
             } else {
                 in_band_since = None;

@@ -30,6 +30,9 @@ pub enum ResolveError {
     Unavailable(String),
 }
 
+/// How far a fault on the targets can reach (the spec's dependency information).
+pub use backend::dependencies::Impact;
+
 #[async_trait]
 pub trait Platform: Send + Sync {
     fn kind(&self) -> PlatformKind;
@@ -40,6 +43,12 @@ pub trait Platform: Send + Sync {
     /// Observes the targets once. A target that is gone counts as unhealthy;
     /// observing never fails the experiment.
     async fn observe(&self, targets: &[Target]) -> Observation;
+
+    /// Dependencies, blast radius and cascade depth of the targets, where the
+    /// platform can know them.
+    async fn impact(&self, _targets: &[Target]) -> Option<Impact> {
+        None
+    }
 }
 
 /// The platforms this host serves.

@@ -4,6 +4,8 @@
 mod request;
 mod view;
 
+use std::sync::Arc;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -12,12 +14,13 @@ use faultline_plugin_runtime::model::{FaultError, Platform};
 use serde_json::json;
 
 pub use request::StartRequest;
-pub use view::{Metrics, Started, Status};
+pub use view::{Metrics, Preview, Started, Status};
 
 use super::extract::{IdParam, JsonBody};
 use super::{ApiError, AppState, Problem};
 use crate::auth::{Caller, Role};
-use crate::engine::EngineError;
+use crate::engine::{EngineError, Plan};
+use crate::plugins::PluginEntry;
 use crate::platforms::ResolveError;
 use crate::store::ExperimentRow;
 
@@ -48,20 +51,14 @@ async fn experiment(state: &AppState, platform_name: &str, id: &str) -> Result<E
         .ok_or_else(|| ApiError::not_found("experiment_not_found", format!("no {platform_name} experiment with id `{id}`")))
 }
 
-/// Starts an experiment (engineer). Everything is checked before anything
-/// is injected; the experiment begins in its baseline phase.
-#[utoipa::path(post, path = "/experiments/{platform}/start", params(("platform" = String, Path, description = "backend, frontend or android")),
-    request_body = StartRequest,
-    responses((status = 201, body = Started), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
-        (status = 415, body = Problem), (status = 422, body = Problem), (status = 503, body = Problem)))]
-pub async fn start(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(platform_name): Path<String>,
-    JsonBody(request): JsonBody<StartRequest>,
-) -> Result<(StatusCode, HeaderMap, Json<Started>), ApiError> {
-    caller.require(Role::Engineer)?;
-    let platform_kind = platform(&platform_name)?;
+/// Everything a start checks and computes before injecting: the fault, the
+/// plan, the targets, their impact, and the driver's own validation.
+async fn prepare(
+    state: &AppState,
+    platform_name: &str,
+    request: &StartRequest,
+) -> Result<(Plan, Arc<PluginEntry>, Arc<dyn crate::platforms::Platform>), ApiError> {
+    let platform_kind = platform(platform_name)?;
     let entry = state.plugins.fault(&request.fault_type).ok_or_else(|| {
         ApiError::unprocessable("unknown_fault_type", format!("no fault type or alias `{}`", request.fault_type))
             .with(json!({ "known": state.plugins.fault_names() }))
@@ -77,14 +74,49 @@ pub async fn start(
         ResolveError::Unavailable(_) => ApiError::unavailable("platform_unavailable", e.to_string()),
     })?;
 
+    plan.impact = platform.impact(&plan.targets).await;
+
     let mut instance = entry.plugin.instantiate(None).await.map_err(plugin_failure)?;
     instance.validate(&plan.settings(plan.intensity.requested)).await.map_err(plugin_failure)?;
+    Ok((plan, entry, platform))
+}
 
+/// Starts an experiment (engineer). Everything is checked before anything
+/// is injected; the experiment begins in its baseline phase. Backend answers
+/// include the dependency information.
+#[utoipa::path(post, path = "/experiments/{platform}/start", params(("platform" = String, Path, description = "backend, frontend or android")),
+    request_body = StartRequest,
+    responses((status = 201, body = Started), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 415, body = Problem), (status = 422, body = Problem), (status = 503, body = Problem)))]
+pub async fn start(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(platform_name): Path<String>,
+    JsonBody(request): JsonBody<StartRequest>,
+) -> Result<(StatusCode, HeaderMap, Json<Started>), ApiError> {
+    caller.require(Role::Engineer)?;
+    let (plan, entry, platform) = prepare(&state, &platform_name, &request).await?;
     let row = state.engine.start(plan.clone(), entry, platform, &caller.name).await?;
     let mut headers = HeaderMap::new();
     let location = format!("/experiments/{platform_name}/status?id={}", row.id);
     headers.insert(header::LOCATION, HeaderValue::from_str(&location).expect("an ASCII path"));
     Ok((StatusCode::CREATED, headers, Json(Started::new(&row, &plan))))
+}
+
+/// What a start would do: the targets and how far a fault on them can
+/// reach, with every check of a start, and nothing injected (viewer).
+#[utoipa::path(post, path = "/experiments/{platform}/preview", params(("platform" = String, Path)),
+    request_body = StartRequest,
+    responses((status = 200, body = Preview), (status = 400, body = Problem), (status = 422, body = Problem), (status = 503, body = Problem)))]
+pub async fn preview(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(platform_name): Path<String>,
+    JsonBody(request): JsonBody<StartRequest>,
+) -> Result<Json<Preview>, ApiError> {
+    caller.require(Role::Viewer)?;
+    let (plan, _, _) = prepare(&state, &platform_name, &request).await?;
+    Ok(Json(Preview::new(&plan)))
 }
 
 fn plugin_failure(e: CallError) -> ApiError {

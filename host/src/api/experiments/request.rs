@@ -96,6 +96,7 @@ impl StartRequest {
             phases,
             params: params(&self.params, fault)?,
             tolerance,
+            impact: None,
         })
     }
 

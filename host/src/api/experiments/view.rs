@@ -7,6 +7,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::engine::Plan;
+use crate::platforms::Impact;
 use crate::store::{EventRow, ExperimentRow, InjectionRow, SampleRow, StoreError, now_ms};
 
 /// Answer to a start: the experiment as it begins.
@@ -30,6 +31,18 @@ pub struct Started {
     pub phases: Value,
     /// Every target the selectors matched.
     pub targets: Vec<String>,
+    /// What the targets need, directly or transitively (backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependencies: Option<Vec<String>>,
+    /// Containers that depend on a target, directly or transitively (backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependents: Option<Vec<String>>,
+    /// How many containers a failure of the targets can reach (backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blast_radius: Option<usize>,
+    /// The longest chain of dependents (backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cascade_depth: Option<usize>,
     pub created_at: i64,
 }
 
@@ -48,7 +61,41 @@ impl Started {
             duration_seconds: plan.phases.total_ms() as f64 / 1000.0,
             phases: serde_json::to_value(plan.phases).unwrap_or_default(),
             targets: plan.targets.iter().map(|t| t.name.clone()).collect(),
+            dependencies: plan.impact.as_ref().map(|i| i.dependencies.clone()),
+            dependents: plan.impact.as_ref().map(|i| i.dependents.clone()),
+            blast_radius: plan.impact.as_ref().map(|i| i.blast_radius),
+            cascade_depth: plan.impact.as_ref().map(|i| i.cascade_depth),
             created_at: row.created_at,
+        }
+    }
+}
+
+/// What a start would do, computed without injecting anything.
+#[derive(Serialize, ToSchema)]
+pub struct Preview {
+    pub platform: String,
+    pub fault_type: String,
+    pub fault: String,
+    pub intensity: f64,
+    pub unit: String,
+    #[schema(value_type = Object)]
+    pub phases: Value,
+    pub targets: Vec<String>,
+    #[schema(value_type = Option<Object>)]
+    pub impact: Option<Impact>,
+}
+
+impl Preview {
+    pub fn new(plan: &Plan) -> Self {
+        Preview {
+            platform: plan.platform.as_str().into(),
+            fault_type: plan.fault_type.clone(),
+            fault: plan.fault.clone(),
+            intensity: plan.intensity.requested,
+            unit: plan.intensity.unit.clone(),
+            phases: serde_json::to_value(plan.phases).unwrap_or_default(),
+            targets: plan.targets.iter().map(|t| t.name.clone()).collect(),
+            impact: plan.impact.clone(),
         }
     }
 }
@@ -115,6 +162,9 @@ pub struct Status {
     pub error: Option<String>,
     pub stop_reason: Option<String>,
     pub created_by: String,
+    /// Dependencies, blast radius and cascade depth, where the platform knows them.
+    #[schema(value_type = Option<Object>)]
+    pub impact: Option<Impact>,
     pub events: Vec<Event>,
 }
 
@@ -168,6 +218,7 @@ impl Status {
             error: row.error.clone(),
             stop_reason: row.stop_reason.clone(),
             created_by: row.created_by.clone(),
+            impact: plan.impact.clone(),
             events: events.into_iter().map(|e| Event { at: e.at_ms, kind: e.kind, detail: e.detail }).collect(),
             id: row.id,
         })

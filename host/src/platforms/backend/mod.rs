@@ -2,22 +2,77 @@
 //! comma-separated `key=value` label selectors that must all hold
 //! (`app=shop,tier=web`); each entry of `targets` adds what it matches.
 
-use std::collections::BTreeMap;
+pub mod dependencies;
+
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bollard::query_parameters::{InspectContainerOptions, ListContainersOptionsBuilder};
+use bollard::secret::ContainerInspectResponse;
 use faultline_plugin_runtime::capability::docker::{Container, Docker};
 use faultline_plugin_runtime::model::{CapabilityError, Platform as PlatformKind, Target};
+use futures_util::future;
 
+use self::dependencies::{Impact, Node, impact, words};
 use super::{Observation, Platform, ResolveError};
+use crate::capabilities::docker::{DockerEngine, HELPER_LABEL};
 
 pub struct BackendPlatform {
-    docker: Arc<dyn Docker>,
+    docker: Arc<DockerEngine>,
 }
 
 impl BackendPlatform {
-    pub fn new(docker: Arc<dyn Docker>) -> Self {
+    pub fn new(docker: Arc<DockerEngine>) -> Self {
         BackendPlatform { docker }
+    }
+
+    /// Every running container but the host's helpers, as graph nodes.
+    async fn nodes(&self) -> Result<Vec<Node>, bollard::errors::Error> {
+        let client = self.docker.client();
+        let listed = client.list_containers(Some(ListContainersOptionsBuilder::default().build())).await?;
+        let ids = listed
+            .into_iter()
+            .filter(|c| !c.labels.as_ref().is_some_and(|l| l.contains_key(HELPER_LABEL)))
+            .filter_map(|c| c.id);
+        let inspected = future::join_all(ids.map(|id| async move {
+            client.inspect_container(&id, None::<InspectContainerOptions>).await
+        }))
+        .await;
+        Ok(inspected.into_iter().filter_map(Result::ok).map(node_of).collect())
+    }
+}
+
+/// What the dependency graph needs from one container.
+fn node_of(c: ContainerInspectResponse) -> Node {
+    let config = c.config.unwrap_or_default();
+    let labels: HashMap<String, String> = config.labels.unwrap_or_default();
+    let endpoints = c.network_settings.and_then(|n| n.networks).unwrap_or_default();
+    let compose_service = labels.get("com.docker.compose.service").cloned();
+    let mut aliases: std::collections::BTreeSet<String> =
+        endpoints.values().flat_map(|e| e.aliases.clone().unwrap_or_default()).collect();
+    aliases.extend(compose_service.clone());
+    let depends_on = labels.get("com.docker.compose.depends_on").map(String::as_str).unwrap_or_default();
+    // Environment values (not their keys) and command arguments.
+    let values = config.env.unwrap_or_default().into_iter().filter_map(|e| e.split_once('=').map(|(_, v)| v.to_string()));
+    let args = config.cmd.unwrap_or_default();
+    Node {
+        id: c.id.unwrap_or_default(),
+        name: c.name.unwrap_or_default().trim_start_matches('/').to_string(),
+        aliases,
+        networks: endpoints.keys().cloned().collect(),
+        compose_project: labels.get("com.docker.compose.project").cloned(),
+        compose_service,
+        depends_on_services: depends_on.split(',').filter_map(|d| d.split(':').next()).filter(|d| !d.is_empty()).map(String::from).collect(),
+        links: c
+            .host_config
+            .and_then(|h| h.links)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|l| l.split(':').next())
+            .map(|l| l.trim_start_matches('/').to_string())
+            .collect(),
+        words: values.chain(args).flat_map(|v| words(&v).collect::<Vec<_>>()).collect(),
     }
 }
 
@@ -81,6 +136,16 @@ impl Platform for BackendPlatform {
                 ("restarts".to_string(), restarts),
                 ("healthy".to_string(), healthy),
             ]),
+        }
+    }
+
+    async fn impact(&self, targets: &[Target]) -> Option<Impact> {
+        match self.nodes().await {
+            Ok(nodes) => Some(impact(&nodes, &targets.iter().map(|t| t.name.clone()).collect::<Vec<_>>())),
+            Err(e) => {
+                tracing::warn!("dependency detection failed: {e}");
+                None
+            }
         }
     }
 }
