@@ -40,19 +40,19 @@ async fn preview_computes_blast_radius_and_cascade_depth_of_a_known_graph_withou
     let db = host.api.post_json("/experiments/backend/preview", &json!({"targets": [full("db")], "fault_type": "kill", "duration": 10})).await;
     assert_eq!(db.status, 200, "{db:?}");
     assert_eq!(names(&db.body["targets"]), [full("db")]);
-    assert_eq!(names(&db.body["impact"]["dependents"]), [full("api"), full("web")]);
-    assert_eq!((db.body["impact"]["blast_radius"].as_u64(), db.body["impact"]["cascade_depth"].as_u64()), (Some(2), Some(2)));
-    assert!(names(&db.body["impact"]["dependencies"]).is_empty());
+    assert_eq!(names(&db.body["dependents"]), [full("api"), full("web")]);
+    assert_eq!((db.body["blast_radius"].as_u64(), db.body["cascade_depth"].as_u64()), (Some(2), Some(2)));
+    assert!(names(&db.body["dependencies"]).is_empty());
 
     let web = host.api.post_json("/experiments/backend/preview", &json!({"targets": [full("web")], "fault_type": "kill", "duration": 10})).await;
-    assert_eq!(names(&web.body["impact"]["dependencies"]), [full("api"), full("db")]);
-    assert_eq!(web.body["impact"]["blast_radius"], 0);
+    assert_eq!(names(&web.body["dependencies"]), [full("api"), full("db")]);
+    assert_eq!(web.body["blast_radius"], 0);
 
     let api = host.api.post_json("/experiments/backend/preview", &json!({"targets": [full("api")], "fault_type": "kill", "duration": 10})).await;
-    assert_eq!((api.body["impact"]["blast_radius"].as_u64(), api.body["impact"]["cascade_depth"].as_u64()), (Some(1), Some(1)));
+    assert_eq!((api.body["blast_radius"].as_u64(), api.body["cascade_depth"].as_u64()), (Some(1), Some(1)));
 
     let loner = host.api.post_json("/experiments/backend/preview", &json!({"targets": [full("loner")], "fault_type": "kill", "duration": 10})).await;
-    assert_eq!((loner.body["impact"]["blast_radius"].as_u64(), names(&loner.body["impact"]["dependencies"]).len()), (Some(0), 0));
+    assert_eq!((loner.body["blast_radius"].as_u64(), names(&loner.body["dependencies"]).len()), (Some(0), 0));
 
     assert_eq!(system.running_count(), 4, "a preview injects nothing");
     let bad = host.api.post_json("/experiments/backend/preview", &json!({"targets": [full("db")], "fault_type": "kill", "duration": 0})).await;

@@ -14,7 +14,7 @@ use faultline_plugin_runtime::model::{FaultError, Platform};
 use serde_json::json;
 
 pub use request::StartRequest;
-pub use view::{Metrics, Preview, Started, Status};
+pub use view::{Metrics, PlanSummary, Started, Status};
 
 use super::extract::{IdParam, JsonBody};
 use super::{ApiError, AppState, Problem};
@@ -107,16 +107,16 @@ pub async fn start(
 /// reach, with every check of a start, and nothing injected (viewer).
 #[utoipa::path(post, path = "/experiments/{platform}/preview", params(("platform" = String, Path)),
     request_body = StartRequest,
-    responses((status = 200, body = Preview), (status = 400, body = Problem), (status = 422, body = Problem), (status = 503, body = Problem)))]
+    responses((status = 200, body = PlanSummary), (status = 400, body = Problem), (status = 422, body = Problem), (status = 503, body = Problem)))]
 pub async fn preview(
     State(state): State<AppState>,
     caller: Caller,
     Path(platform_name): Path<String>,
     JsonBody(request): JsonBody<StartRequest>,
-) -> Result<Json<Preview>, ApiError> {
+) -> Result<Json<PlanSummary>, ApiError> {
     caller.require(Role::Viewer)?;
     let (plan, _, _) = prepare(&state, &platform_name, &request).await?;
-    Ok(Json(Preview::new(&plan)))
+    Ok(Json(PlanSummary::new(&plan)))
 }
 
 fn plugin_failure(e: CallError) -> ApiError {

@@ -10,15 +10,11 @@ use crate::engine::Plan;
 use crate::platforms::Impact;
 use crate::store::{EventRow, ExperimentRow, InjectionRow, SampleRow, StoreError, now_ms};
 
-/// Answer to a start: the experiment as it begins.
+/// What an experiment will do: the fault, its level, its targets and how
+/// far a fault on them can reach. A preview answers with this alone.
 #[derive(Serialize, ToSchema)]
-pub struct Started {
-    pub id: String,
+pub struct PlanSummary {
     pub platform: String,
-    /// "running".
-    pub state: String,
-    /// "baseline".
-    pub phase: String,
     /// As requested.
     pub fault_type: String,
     /// The canonical fault name (differs when an alias was requested).
@@ -43,17 +39,14 @@ pub struct Started {
     /// The longest chain of dependents (backend).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cascade_depth: Option<usize>,
-    pub created_at: i64,
 }
 
-impl Started {
-    pub fn new(row: &ExperimentRow, plan: &Plan) -> Self {
-        Started {
-            id: row.id.clone(),
-            platform: row.platform.clone(),
-            state: row.state.clone(),
-            phase: row.phase.clone(),
-            fault_type: row.fault_type.clone(),
+impl PlanSummary {
+    pub fn new(plan: &Plan) -> Self {
+        let impact = plan.impact.as_ref();
+        PlanSummary {
+            platform: plan.platform.as_str().into(),
+            fault_type: plan.fault_type.clone(),
             fault: plan.fault.clone(),
             intensity: plan.intensity.requested,
             unit: plan.intensity.unit.clone(),
@@ -61,41 +54,35 @@ impl Started {
             duration_seconds: plan.phases.total_ms() as f64 / 1000.0,
             phases: serde_json::to_value(plan.phases).unwrap_or_default(),
             targets: plan.targets.iter().map(|t| t.name.clone()).collect(),
-            dependencies: plan.impact.as_ref().map(|i| i.dependencies.clone()),
-            dependents: plan.impact.as_ref().map(|i| i.dependents.clone()),
-            blast_radius: plan.impact.as_ref().map(|i| i.blast_radius),
-            cascade_depth: plan.impact.as_ref().map(|i| i.cascade_depth),
-            created_at: row.created_at,
+            dependencies: impact.map(|i| i.dependencies.clone()),
+            dependents: impact.map(|i| i.dependents.clone()),
+            blast_radius: impact.map(|i| i.blast_radius),
+            cascade_depth: impact.map(|i| i.cascade_depth),
         }
     }
 }
 
-/// What a start would do, computed without injecting anything.
+/// Answer to a start: the experiment as it begins, and its plan.
 #[derive(Serialize, ToSchema)]
-pub struct Preview {
-    pub platform: String,
-    pub fault_type: String,
-    pub fault: String,
-    pub intensity: f64,
-    pub unit: String,
-    #[schema(value_type = Object)]
-    pub phases: Value,
-    pub targets: Vec<String>,
-    #[schema(value_type = Option<Object>)]
-    pub impact: Option<Impact>,
+pub struct Started {
+    pub id: String,
+    /// "running".
+    pub state: String,
+    /// "baseline".
+    pub phase: String,
+    pub created_at: i64,
+    #[serde(flatten)]
+    pub plan: PlanSummary,
 }
 
-impl Preview {
-    pub fn new(plan: &Plan) -> Self {
-        Preview {
-            platform: plan.platform.as_str().into(),
-            fault_type: plan.fault_type.clone(),
-            fault: plan.fault.clone(),
-            intensity: plan.intensity.requested,
-            unit: plan.intensity.unit.clone(),
-            phases: serde_json::to_value(plan.phases).unwrap_or_default(),
-            targets: plan.targets.iter().map(|t| t.name.clone()).collect(),
-            impact: plan.impact.clone(),
+impl Started {
+    pub fn new(row: &ExperimentRow, plan: &Plan) -> Self {
+        Started {
+            id: row.id.clone(),
+            state: row.state.clone(),
+            phase: row.phase.clone(),
+            created_at: row.created_at,
+            plan: PlanSummary::new(plan),
         }
     }
 }
