@@ -69,6 +69,10 @@ pub struct ServeArgs {
     /// Longest experiment accepted, in seconds.
     #[arg(long, default_value_t = 24 * 3600)]
     pub max_duration_seconds: u64,
+    /// How long any injected effect may outlive its experiment's planned end
+    /// before it ends itself (helpers exit, rules expire), in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub ttl_margin_seconds: u64,
     /// Log JSON lines instead of text.
     #[arg(long, env = "FAULTLINE_LOG_JSON")]
     pub log_json: bool,
@@ -104,7 +108,11 @@ impl HostConfig {
             plugin_call_timeout: Duration::from_millis(args.plugin_call_timeout_ms),
             plugin_memory_limit: args.plugin_memory_mb << 20,
             pooling: args.pooling,
-            limits: Limits { max_duration: Duration::from_secs(args.max_duration_seconds), ..Limits::default() },
+            limits: Limits {
+                max_duration: Duration::from_secs(args.max_duration_seconds),
+                ttl_margin: Duration::from_secs(args.ttl_margin_seconds),
+                ..Limits::default()
+            },
         })
     }
 }

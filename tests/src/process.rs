@@ -69,6 +69,12 @@ impl HostProcess {
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 
+    /// Kills the host with SIGKILL: no rollback code runs.
+    pub fn kill9(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("waiting for faultline");
+    }
+
     /// Sends SIGTERM and waits for a clean exit.
     pub fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();

@@ -49,11 +49,18 @@ pub struct AppState {
 pub struct Limits {
     pub min_duration: Duration,
     pub max_duration: Duration,
+    /// How long every effect may outlive its experiment's planned end
+    /// before it ends itself: the worst case of any failure.
+    pub ttl_margin: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { min_duration: Duration::from_secs(1), max_duration: Duration::from_secs(24 * 3600) }
+        Limits {
+            min_duration: Duration::from_secs(1),
+            max_duration: Duration::from_secs(24 * 3600),
+            ttl_margin: Duration::from_secs(60),
+        }
     }
 }
 

@@ -14,8 +14,6 @@ use crate::engine::{DEFAULT_SPLIT, Intensity, PhaseLengths, Plan};
 
 /// Default tolerance: health may fall 10 % below baseline and still count as fine.
 const DEFAULT_TOLERANCE: f64 = 0.1;
-/// Effects outlive the experiment's planned end by this much before they end themselves.
-const TTL_MARGIN_SECONDS: u64 = 60;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -92,7 +90,7 @@ impl StartRequest {
             intensity,
             adaptive: self.adaptive,
             sample_interval_ms: Plan::default_sample_interval(&phases),
-            ttl_seconds: u32::try_from(phases.total_ms() / 1000 + TTL_MARGIN_SECONDS).unwrap_or(u32::MAX),
+            ttl_seconds: u32::try_from((phases.total_ms() / 1000).saturating_add(limits.ttl_margin.as_secs())).unwrap_or(u32::MAX),
             phases,
             params: params(&self.params, fault)?,
             tolerance,
