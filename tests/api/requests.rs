@@ -41,6 +41,12 @@ async fn start_requests_with_bad_meaning_are_refused_before_anything_is_injected
         (json!({"adaptive": "yes"}), 422, "invalid_field"),
         (json!({"blast": true}), 422, "unknown_field"),
         (json!({"fault_type": null}), 422, "missing_field"),
+        (json!({"probes": [{"type": "http", "url": "ftp://svc/"}]}), 422, "invalid_probe"),
+        (json!({"probes": [{"type": "tcp", "address": "nohost"}]}), 422, "invalid_probe"),
+        (json!({"probes": [{"type": "http", "url": "http://svc/", "timeout_ms": 0}]}), 422, "invalid_probe"),
+        (json!({"probes": [{"type": "http", "url": "http://svc/", "timeout_ms": 100, "max_latency_ms": 500}]}), 422, "invalid_probe"),
+        (json!({"probes": [{"type": "udp", "address": "svc:53"}]}), 422, "invalid_field"),
+        (json!({"probes": [{"type": "tcp", "address": "svc:80", "retries": 3}]}), 422, "unknown_field"),
     ];
     for (overrides, status, code) in cases {
         let body = start_body(overrides.clone());

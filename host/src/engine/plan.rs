@@ -6,6 +6,7 @@ use faultline_plugin_runtime::model::{IntensityScope, ParamValue, Platform, Sett
 use serde::{Deserialize, Serialize};
 
 use crate::platforms::Impact;
+use crate::platforms::probes::Probe;
 
 /// Default share of the duration for baseline, injecting and recovering.
 pub const DEFAULT_SPLIT: (f64, f64, f64) = (0.2, 0.6, 0.2);
@@ -35,6 +36,9 @@ pub struct Plan {
     /// How far a fault on the targets can reach, where the platform knows.
     #[serde(default)]
     pub impact: Option<Impact>,
+    /// Checks the host makes at every reading; their success rate counts in health.
+    #[serde(default)]
+    pub probes: Vec<Probe>,
 }
 
 /// The intensity model: the requested level in the fault's unit, and how

@@ -12,6 +12,7 @@ use super::intensity::{Adaptive, Ramp};
 use super::plan::Plan;
 use super::score::{ScoreInputs, score};
 use super::{Interrupt, Phase};
+use crate::platforms::probes::Prober;
 use crate::platforms::{Observation, Platform};
 use crate::plugins::PluginEntry;
 use crate::store::{InjectionRow, InjectionState, SampleRow, Store, now_ms};
@@ -37,6 +38,7 @@ pub(super) struct Run {
     plan: Plan,
     plugin: Arc<PluginEntry>,
     platform: Arc<dyn Platform>,
+    prober: Prober,
     store: Store,
     metrics: Arc<Metrics>,
     cancel: CancellationToken,
@@ -68,6 +70,7 @@ impl Run {
     ) -> Self {
         Run {
             id,
+            prober: Prober::new(plan.probes.clone()),
             plan,
             plugin,
             platform,
@@ -420,8 +423,14 @@ impl Run {
         }
     }
 
+    /// One reading: the platform's view of the targets, times the probes'
+    /// success rate when the experiment has probes.
     async fn sample(&mut self, phase: Phase) -> Observation {
-        let observation = self.platform.observe(&self.plan.targets).await;
+        let (mut observation, probed) = tokio::join!(self.platform.observe(&self.plan.targets), self.prober.read());
+        if let Some((success, metrics)) = probed {
+            observation.health *= success;
+            observation.metrics.extend(metrics);
+        }
         self.seq += 1;
         let level = (phase == Phase::Injecting).then_some(self.level);
         let row = SampleRow {

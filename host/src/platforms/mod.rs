@@ -3,6 +3,7 @@
 //! (backend, frontend, android) lives in a folder of its own.
 
 pub mod backend;
+pub mod probes;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 
 use crate::api::{ApiError, Limits};
 use crate::engine::{DEFAULT_SPLIT, Intensity, PhaseLengths, Plan};
+use crate::platforms::probes::{MAX_PROBES, Probe};
 
 /// Default tolerance: health may fall 10 % below baseline and still count as fine.
 const DEFAULT_TOLERANCE: f64 = 0.1;
@@ -43,6 +44,9 @@ pub struct StartRequest {
     pub phases: Option<PhasesRequest>,
     /// How far health may fall below baseline (0-1) and count as tolerated. Default 0.1.
     pub tolerance: Option<f64>,
+    /// HTTP or TCP checks made at every reading: their success rate counts in health.
+    #[serde(default)]
+    pub probes: Vec<Probe>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -77,6 +81,12 @@ impl StartRequest {
         if !(0.0..=1.0).contains(&tolerance) {
             return Err(invalid("tolerance_out_of_range", "tolerance must be between 0 and 1"));
         }
+        if self.probes.len() > MAX_PROBES {
+            return Err(invalid("invalid_probe", format!("at most {MAX_PROBES} probes")));
+        }
+        if let Some((i, why)) = self.probes.iter().enumerate().find_map(|(i, p)| p.check().err().map(|e| (i, e))) {
+            return Err(invalid("invalid_probe", format!("probe {i}: {why}")));
+        }
         if self.adaptive && !intensity.graded {
             return Err(invalid("adaptive_not_supported", format!("fault type `{}` has no intensity to adapt", fault.name)));
         }
@@ -95,6 +105,7 @@ impl StartRequest {
             params: params(&self.params, fault)?,
             tolerance,
             impact: None,
+            probes: self.probes.clone(),
         })
     }
 

@@ -212,12 +212,14 @@ impl Status {
     }
 }
 
-/// Mean, lowest and highest of a series.
+/// Summary of a series: mean, extremes and percentiles (nearest rank).
 #[derive(Serialize, ToSchema, Default)]
 pub struct Stat {
     pub mean: f64,
     pub min: f64,
     pub max: f64,
+    pub p50: f64,
+    pub p95: f64,
 }
 
 impl Stat {
@@ -225,10 +227,16 @@ impl Stat {
         if values.is_empty() {
             return None;
         }
-        let mean = values.iter().sum::<f64>() / values.len() as f64;
-        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        Some(Stat { mean, min, max })
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let rank = |p: f64| sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
+        Some(Stat {
+            mean: sorted.iter().sum::<f64>() / sorted.len() as f64,
+            min: sorted[0],
+            max: sorted[sorted.len() - 1],
+            p50: rank(0.5),
+            p95: rank(0.95),
+        })
     }
 }
 
