@@ -59,6 +59,9 @@ async fn cpu_stress_at_half_of_a_one_cpu_container_shows_in_its_stats_and_ends_w
 
     let stopped = stop(&host, &id).await;
     assert_eq!(stopped["state"], "stopped");
+    let metrics = host.api.get(&format!("/experiments/backend/metrics?id={id}")).await.body;
+    let seen = metrics["phases"]["injecting"]["metrics"]["cpu_percent"]["max"].as_f64().unwrap_or_default();
+    assert!(seen >= 35.0, "the experiment's own readings saw the burn: {seen} % in {metrics}");
     assert!(system.helpers_left().is_empty(), "helpers left behind: {:?}", system.helpers_left());
     let (idle, _) = stats(&container);
     assert!(idle < 10.0, "the burn ended with the experiment, Docker measures {idle} %");
@@ -85,6 +88,9 @@ async fn memory_stress_at_half_of_a_256_mib_container_fills_half_and_releases_it
 
     stop(&host, &id).await;
     assert!(system.helpers_left().is_empty(), "helpers left behind: {:?}", system.helpers_left());
+    let metrics = host.api.get(&format!("/experiments/backend/metrics?id={id}")).await.body;
+    let seen = metrics["phases"]["injecting"]["metrics"]["memory_bytes"]["max"].as_f64().unwrap_or_default() / 1048576.0;
+    assert!(seen >= 120.0, "the experiment's own readings saw the memory: {seen} MiB");
     let (_, after) = stats(&container);
     assert!(after < before + 20.0, "the memory was released: {after} MiB now, {before} MiB before");
     assert!(DemoSystem::running(&container), "half the limit does not kill the container");

@@ -91,6 +91,7 @@ impl Run {
     }
 
     pub(super) async fn run(mut self) {
+        self.platform.watch(&self.plan.targets).await;
         let failure = match self.baseline_and_inject().await {
             Ok(()) => None,
             Err(Failure(reason)) => Some(reason),
@@ -103,6 +104,7 @@ impl Run {
         let watch_ms = if failure.is_none() && interrupt.is_none() { self.plan.phases.recovering_ms } else { 0 };
         let recovered_after_ms = self.watch_recovery(watch_ms).await;
         self.finish(failure, interrupt, rollback_failures, recovered_after_ms).await;
+        self.platform.unwatch(&self.plan.targets).await;
     }
 
     async fn baseline_and_inject(&mut self) -> Result<(), Failure> {

@@ -45,6 +45,13 @@ pub trait Platform: Send + Sync {
     /// observing never fails the experiment.
     async fn observe(&self, targets: &[Target]) -> Observation;
 
+    /// An experiment on these targets begins: start whatever observing
+    /// them needs (stats streams). Paired with `unwatch`.
+    async fn watch(&self, _targets: &[Target]) {}
+
+    /// The experiment has ended.
+    async fn unwatch(&self, _targets: &[Target]) {}
+
     /// Dependencies, blast radius and cascade depth of the targets, where the
     /// platform can know them.
     async fn impact(&self, _targets: &[Target]) -> Option<Impact> {

@@ -20,7 +20,7 @@ use faultline_plugin_runtime::capability::docker::{self as cap, Container, Machi
 use faultline_plugin_runtime::model::CapabilityError;
 use futures_util::{StreamExt, TryStreamExt, future};
 
-pub use convert::container_of;
+pub use convert::{container_of, usage_of};
 pub use helpers::{HELPER_LABEL, Helpers};
 
 /// Budget of one Docker API call that is not a user-given wait.

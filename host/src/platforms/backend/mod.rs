@@ -3,6 +3,7 @@
 //! (`app=shop,tier=web`); each entry of `targets` adds what it matches.
 
 pub mod dependencies;
+mod stats;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -20,11 +21,12 @@ use crate::capabilities::docker::{DockerEngine, HELPER_LABEL};
 
 pub struct BackendPlatform {
     docker: Arc<DockerEngine>,
+    stats: stats::StatsWatcher,
 }
 
 impl BackendPlatform {
     pub fn new(docker: Arc<DockerEngine>) -> Self {
-        BackendPlatform { docker }
+        BackendPlatform { stats: stats::StatsWatcher::new(docker.client().clone()), docker }
     }
 
     /// Every running container but the host's helpers, as graph nodes.
@@ -116,9 +118,15 @@ impl Platform for BackendPlatform {
 
     /// A target counts as healthy while it runs and its health check, if it
     /// has one, does not say unhealthy; health is the share of such targets.
+    /// CPU (percent of one CPU) and memory are summed over the targets.
     async fn observe(&self, targets: &[Target]) -> Observation {
         let (mut healthy, mut running, mut restarts) = (0.0, 0.0, 0.0);
+        let mut usage: Option<(f64, f64)> = None;
         for target in targets {
+            if let Some(u) = self.stats.latest(&target.id) {
+                let (cpu, memory) = usage.unwrap_or_default();
+                usage = Some((cpu + u.cpu_percent, memory + u.memory_bytes as f64));
+            }
             let Ok(c) = self.docker.inspect(target.id.clone()).await else { continue };
             if c.state == "running" {
                 running += 1.0;
@@ -129,14 +137,24 @@ impl Platform for BackendPlatform {
             restarts += f64::from(c.restart_count);
         }
         let total = targets.len().max(1) as f64;
-        Observation {
-            health: healthy / total,
-            metrics: BTreeMap::from([
-                ("running".to_string(), running),
-                ("restarts".to_string(), restarts),
-                ("healthy".to_string(), healthy),
-            ]),
+        let mut metrics = BTreeMap::from([
+            ("running".to_string(), running),
+            ("restarts".to_string(), restarts),
+            ("healthy".to_string(), healthy),
+        ]);
+        if let Some((cpu, memory)) = usage {
+            metrics.insert("cpu_percent".to_string(), cpu);
+            metrics.insert("memory_bytes".to_string(), memory);
         }
+        Observation { health: healthy / total, metrics }
+    }
+
+    async fn watch(&self, targets: &[Target]) {
+        self.stats.watch(&targets.iter().map(|t| t.id.clone()).collect::<Vec<_>>());
+    }
+
+    async fn unwatch(&self, targets: &[Target]) {
+        self.stats.unwatch(&targets.iter().map(|t| t.id.clone()).collect::<Vec<_>>());
     }
 
     async fn impact(&self, targets: &[Target]) -> Option<Impact> {
