@@ -115,3 +115,19 @@ async fn a_platform_the_host_does_not_serve_is_unavailable_not_an_error_of_the_r
     let reply = host.api.post_json("/experiments/android/start", &start_body(json!({}))).await;
     assert_eq!((reply.status, reply.code()), (503, "platform_unavailable"));
 }
+
+#[tokio::test]
+async fn every_example_request_file_passes_every_check_of_a_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    let examples = faultline_tests::paths::workspace_root().join("examples/requests");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        let path = entry.unwrap().path();
+        let body: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let reply = host.api.post_json("/experiments/backend/preview", &body).await;
+        assert_eq!(reply.status, 200, "{}: {}", path.display(), reply.text);
+        checked += 1;
+    }
+    assert!(checked >= 3, "found {checked} example requests");
+}
