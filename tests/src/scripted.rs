@@ -46,10 +46,8 @@ impl LogSink for RecordingLog {
             if let Some((target, level)) = parse_token(new) {
                 in_effect.insert(target, level);
             }
-        } else if let Some(token) = message.strip_prefix("revert ") {
-            if let Some((target, _)) = parse_token(token) {
-                in_effect.remove(&target);
-            }
+        } else if let Some((target, _)) = message.strip_prefix("revert ").and_then(parse_token) {
+            in_effect.remove(&target);
         }
         self.records.lock().unwrap().push(Record {
             plugin: plugin.into(),

@@ -13,9 +13,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut left = bytes as usize;
     while left > 0 {
         let size = left.min(CHUNK);
-        let mut chunk = Vec::with_capacity(size);
-        // Touch one byte a page: the kernel then backs every page for real.
-        chunk.resize(size, 0u8);
+        let mut chunk = vec![0u8; size];
+        // Zeroed memory may be mapped lazily: write a byte a page so the
+        // kernel backs every page for real.
         for i in (0..size).step_by(PAGE) {
             chunk[i] = 1;
         }

@@ -190,11 +190,9 @@ impl Helpers {
         let mut removed = 0;
         for helper in helpers {
             let expires = helper.labels.as_ref().and_then(|l| l.get(EXPIRES_LABEL)).and_then(|e| e.parse::<i64>().ok());
-            if expires.is_none_or(|e| e <= now) {
-                if let Some(id) = helper.id {
-                    self.remove(id).await?;
-                    removed += 1;
-                }
+            if let Some(id) = helper.id.filter(|_| expires.is_none_or(|e| e <= now)) {
+                self.remove(id).await?;
+                removed += 1;
             }
         }
         Ok(removed)
