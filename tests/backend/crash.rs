@@ -59,3 +59,22 @@ async fn a_restarted_host_reverts_what_its_journal_holds_and_marks_the_experimen
     let events: Vec<&str> = status["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert!(events.contains(&"interrupted"), "{events:?}");
 }
+
+#[tokio::test]
+async fn sigterm_rolls_back_before_the_host_exits() {
+    let system = DemoSystem::replicas(1, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &[]);
+    let key = host.api.key.clone();
+    let id = long_cpu_stress(&host, &system).await;
+    assert_eq!(system.helpers_left().len(), 1);
+
+    let exit = host.terminate();
+    assert!(exit.success(), "a clean exit: {exit:?}");
+    assert!(system.helpers_left().is_empty(), "the fault was rolled back before the host exited");
+
+    let restarted = HostProcess::start(dir.path(), &[]);
+    let status = restarted.api.with_key(key.as_deref()).get(&format!("/experiments/backend/status?id={id}")).await.body;
+    assert_eq!((status["state"].as_str(), status["stop_reason"].as_str()), (Some("stopped"), Some("host shutdown")), "{status}");
+    assert_eq!(status["targets"][0]["injection"], "reverted");
+}
