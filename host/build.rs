@@ -3,8 +3,9 @@
 //!   faults are always there to revert what they injected. Each plugin crate
 //!   names its grants in its manifest:
 //!   `[package.metadata.faultline] grants = "docker,log,clock"`;
-//! - the helper agent (`host/agent`), static for musl, which the host
-//!   packages into an image to run next to targets.
+//! - the helper agent (`host/agent`) and the demo service
+//!   (`examples/demo-service`), static for musl, which the host packages
+//!   into images FROM scratch.
 
 use std::env;
 use std::fmt::Write;
@@ -72,11 +73,16 @@ fn main() {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     println!("cargo:rerun-if-changed={}", manifest_dir.join("agent").display());
+    println!("cargo:rerun-if-changed={}", root.join("examples/demo-service").display());
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
 
-    let agent = cargo_build(root, &out, "agent", "x86_64-unknown-linux-musl", &["faultline-agent"]).join("faultline-agent");
-    let generated = format!("pub static AGENT: &[u8] = include_bytes!({:?});\n", agent.display().to_string());
-    fs::write(out.join("agent.rs"), generated).unwrap();
+    let statics = cargo_build(root, &out, "static", "x86_64-unknown-linux-musl", &["faultline-agent", "demo-service"]);
+    let generated = format!(
+        "pub static AGENT: &[u8] = include_bytes!({:?});\npub static DEMO_SERVICE: &[u8] = include_bytes!({:?});\n",
+        statics.join("faultline-agent").display().to_string(),
+        statics.join("demo-service").display().to_string()
+    );
+    fs::write(out.join("static_binaries.rs"), generated).unwrap();
 
     let plugins = plugins(&root.join("plugins"));
     let mut generated = String::from("pub static BUILTINS: &[Builtin] = &[\n");

@@ -73,6 +73,10 @@ pub struct ServeArgs {
     /// before it ends itself (helpers exit, rules expire), in seconds.
     #[arg(long, default_value_t = 60)]
     pub ttl_margin_seconds: u64,
+    /// Also build a small demo system (web → api → db) and run one
+    /// experiment on it through the API, printing its phases and score.
+    #[arg(long)]
+    pub demo: bool,
     /// Log JSON lines instead of text.
     #[arg(long, env = "FAULTLINE_LOG_JSON")]
     pub log_json: bool,
@@ -95,6 +99,7 @@ pub struct HostConfig {
     pub plugin_memory_limit: usize,
     pub pooling: bool,
     pub limits: Limits,
+    pub demo: bool,
 }
 
 impl HostConfig {
@@ -108,6 +113,7 @@ impl HostConfig {
             plugin_call_timeout: Duration::from_millis(args.plugin_call_timeout_ms),
             plugin_memory_limit: args.plugin_memory_mb << 20,
             pooling: args.pooling,
+            demo: args.demo,
             limits: Limits {
                 max_duration: Duration::from_secs(args.max_duration_seconds),
                 ttl_margin: Duration::from_secs(args.ttl_margin_seconds),

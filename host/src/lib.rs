@@ -9,6 +9,7 @@ pub mod auth;
 pub mod capabilities;
 mod builtin;
 pub mod config;
+mod demo;
 pub mod engine;
 pub mod platforms;
 pub mod plugins;
@@ -41,9 +42,10 @@ pub struct Host {
 /// Connects to what this machine offers: the Docker engine (honouring
 /// `DOCKER_HOST`) for the docker capability and the backend platform. A
 /// platform that cannot be reached is left out; its routes answer 503.
-pub async fn connect_platforms() -> (HostCapabilities, Platforms) {
+pub async fn connect_platforms() -> (HostCapabilities, Platforms, Option<Arc<DockerEngine>>) {
     let mut capabilities = HostCapabilities::default();
     let mut platforms = Platforms::default();
+    let mut engine = None;
     match tokio::time::timeout(std::time::Duration::from_secs(5), DockerEngine::connect()).await {
         Ok(Ok(docker)) => {
             match docker.helpers().sweep_expired().await {
@@ -53,12 +55,13 @@ pub async fn connect_platforms() -> (HostCapabilities, Platforms) {
             }
             let docker = Arc::new(docker);
             capabilities.docker = docker.clone();
-            platforms = platforms.with(Arc::new(BackendPlatform::new(docker)));
+            platforms = platforms.with(Arc::new(BackendPlatform::new(docker.clone())));
+            engine = Some(docker);
         }
         Ok(Err(e)) => tracing::warn!("no Docker engine, the backend platform is off: {e}"),
         Err(_) => tracing::warn!("the Docker engine did not answer, the backend platform is off"),
     }
-    (capabilities, platforms)
+    (capabilities, platforms, engine)
 }
 
 /// Opens the store, loads plugins with the given capabilities, and reverts
@@ -98,7 +101,7 @@ pub async fn start_host(config: &HostConfig, capabilities: HostCapabilities, pla
 
 /// Serves until SIGINT or SIGTERM, then rolls back every running experiment.
 pub async fn serve(config: &HostConfig) -> anyhow::Result<()> {
-    let (capabilities, platforms) = connect_platforms().await;
+    let (capabilities, platforms, docker) = connect_platforms().await;
     let host = start_host(config, capabilities, platforms).await?;
     if let Some(key) = &host.bootstrap_key {
         println!("Created the first admin key (shown once; store it now):\n{key}");
@@ -107,10 +110,29 @@ pub async fn serve(config: &HostConfig) -> anyhow::Result<()> {
     let address = listener.local_addr()?;
     tracing::info!(%address, data_dir = %config.data_dir.display(), "serving");
     println!("Faultline listening on http://{address}");
-    let engine = host.state.engine.clone();
-    axum::serve(listener, api::router(host.state)).with_graceful_shutdown(shutdown_signal()).await?;
+    let (engine, store) = (host.state.engine.clone(), host.state.store.clone());
+    let server = tokio::spawn(axum::serve(listener, api::router(host.state)).with_graceful_shutdown(shutdown_signal()).into_future());
+    let demo_client = docker.as_ref().filter(|_| config.demo).map(|d| d.client().clone());
+    if config.demo {
+        match &demo_client {
+            Some(client) => {
+                let key = mint_key(&store, "demo", Role::Engineer, Some("demo")).await?.secret;
+                let (client, base) = (client.clone(), format!("http://{address}"));
+                tokio::spawn(async move {
+                    if let Err(e) = demo::run(client, base, key).await {
+                        println!("demo: failed: {e:#}");
+                    }
+                });
+            }
+            None => println!("demo: needs a Docker engine, and none answered"),
+        }
+    }
+    server.await??;
     tracing::info!("shutting down: rolling back running experiments");
     engine.shutdown().await;
+    if let Some(client) = demo_client {
+        demo::remove(&client).await;
+    }
     Ok(())
 }
 

@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::client::Api;
@@ -14,8 +15,10 @@ pub struct HostProcess {
     child: Child,
     pub api: Api,
     pub data_dir: PathBuf,
-    /// What the host printed on standard output.
+    /// What the host printed on standard output until it served.
     pub stdout: Vec<String>,
+    /// What it printed after that.
+    later: Arc<Mutex<Vec<String>>>,
 }
 
 fn free_port() -> u16 {
@@ -52,9 +55,30 @@ impl HostProcess {
             assert!(Instant::now() < deadline, "faultline did not start");
         }
         // Keep draining stdout so the host never blocks on a full pipe.
-        std::thread::spawn(move || for _ in reader.lines() {});
+        let later = Arc::new(Mutex::new(vec![]));
+        let sink = later.clone();
+        std::thread::spawn(move || {
+            for line in reader.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
         let key = stdout.iter().find(|l| l.starts_with("flk_")).cloned();
-        HostProcess { child, api: Api::new(format!("http://127.0.0.1:{port}"), key), data_dir: data_dir.to_path_buf(), stdout }
+        let api = Api::new(format!("http://127.0.0.1:{port}"), key);
+        HostProcess { child, api, data_dir: data_dir.to_path_buf(), stdout, later }
+    }
+
+    /// Waits until the host prints a line starting with `prefix`; every line
+    /// printed after start-up, up to and with that one.
+    pub fn wait_for_output(&self, prefix: &str, within: Duration) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let lines = self.later.lock().unwrap().clone();
+            if let Some(at) = lines.iter().position(|l| l.starts_with(prefix)) {
+                return lines[..=at].to_vec();
+            }
+            assert!(Instant::now() < deadline, "no line `{prefix}` within {within:?}; printed: {lines:#?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Mints a key with the CLI against this host's store.

@@ -1,6 +1,5 @@
 //! Helpers: the host's agent binary, run in a target container's
-//! namespaces. The image is built locally FROM scratch from the agent
-//! embedded in this binary, tagged by its content, and never pulled. Every
+//! namespaces, from an image built locally (see `images`). Every
 //! helper carries its time-to-live twice: the agent exits by itself, and
 //! the container is labelled with its expiry so a later start sweeps it.
 
@@ -9,8 +8,8 @@ use std::collections::HashMap;
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
-    StartContainerOptions, WaitContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions,
+    WaitContainerOptionsBuilder,
 };
 use faultline_plugin_runtime::capability::CapResult;
 use faultline_plugin_runtime::capability::docker::{HelperSpec, Namespace};
@@ -21,7 +20,7 @@ use tokio::sync::OnceCell;
 use super::{CALL_TIMEOUT, capability_error, timed};
 use crate::store::now_ms;
 
-include!(concat!(env!("OUT_DIR"), "/agent.rs"));
+use super::images::{AGENT, scratch_image};
 
 /// Every helper carries this label; its value is the experiment-free owner tag.
 pub const HELPER_LABEL: &str = "faultline.helper";
@@ -33,58 +32,14 @@ pub struct Helpers {
     image: OnceCell<String>,
 }
 
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf29ce484222325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100000001b3))
-}
-
-/// A tar archive of one build context: a Dockerfile and the agent.
-fn build_context() -> std::io::Result<Vec<u8>> {
-    let dockerfile = b"FROM scratch\nCOPY faultline-agent /faultline-agent\nENTRYPOINT [\"/faultline-agent\"]\n";
-    let mut archive = tar::Builder::new(Vec::new());
-    for (name, bytes, mode) in [("Dockerfile", &dockerfile[..], 0o644), ("faultline-agent", AGENT, 0o755)] {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(bytes.len() as u64);
-        header.set_mode(mode);
-        header.set_cksum();
-        archive.append_data(&mut header, name, bytes)?;
-    }
-    archive.into_inner()
-}
-
 impl Helpers {
     pub fn new(client: Docker) -> Self {
         Helpers { client, image: OnceCell::new() }
     }
 
-    /// The agent image's tag: a new agent binary gets a new image.
-    pub fn image_tag() -> String {
-        format!("faultline-agent:{}-{:012x}", env!("CARGO_PKG_VERSION"), fnv(AGENT) & 0xffff_ffff_ffff)
-    }
-
     /// The agent image, built on first use if this engine lacks it.
     async fn image(&self) -> CapResult<String> {
-        self.image.get_or_try_init(|| self.build_image()).await.cloned()
-    }
-
-    async fn build_image(&self) -> CapResult<String> {
-        let tag = Self::image_tag();
-        if self.client.inspect_image(&tag).await.is_ok() {
-            return Ok(tag);
-        }
-        let context = build_context().map_err(|e| CapabilityError::Failed(format!("packing the agent image: {e}")))?;
-        let options = BuildImageOptionsBuilder::default().t(&tag).rm(true).forcerm(true).build();
-        let build = async {
-            let mut progress = std::pin::pin!(self.client.build_image(options, None, Some(bollard::body_full(context.into()))));
-            while let Some(step) = progress.next().await {
-                if let Some(error) = step?.error {
-                    return Err(bollard::errors::Error::DockerStreamError { error });
-                }
-            }
-            Ok(())
-        };
-        timed("building the agent image", CALL_TIMEOUT, build).await?;
-        tracing::info!(image = %tag, "built the helper agent image");
-        Ok(tag)
+        self.image.get_or_try_init(|| scratch_image(&self.client, "faultline-agent", AGENT)).await.cloned()
     }
 
     /// Creates and starts a helper container; removes it again if it cannot start.

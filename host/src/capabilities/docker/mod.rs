@@ -4,6 +4,7 @@
 
 mod convert;
 mod helpers;
+pub mod images;
 
 use std::collections::HashMap;
 use std::time::Duration;
