@@ -116,12 +116,14 @@ pub async fn serve(config: &HostConfig) -> anyhow::Result<()> {
     if config.demo {
         match &demo_client {
             Some(client) => {
-                let key = mint_key(&store, "demo", Role::Engineer, Some("demo")).await?.secret;
+                // A key for the demo alone, revoked when it is done.
+                let key = mint_key(&store, "demo", Role::Engineer, Some("demo")).await?;
                 let (client, base) = (client.clone(), format!("http://{address}"));
                 tokio::spawn(async move {
-                    if let Err(e) = demo::run(client, base, key).await {
+                    if let Err(e) = demo::run(client, base, key.secret).await {
                         println!("demo: failed: {e:#}");
                     }
+                    let _ = store.revoke_key(&key.row.id).await;
                 });
             }
             None => println!("demo: needs a Docker engine, and none answered"),

@@ -37,4 +37,16 @@ async fn the_demo_runs_an_experiment_prints_its_phases_and_score_and_cleans_up()
     let left = docker(&["ps", "-a", "--filter", "label=faultline.demo", "--format", "{{.Names}}"]);
     assert!(left.is_empty(), "the demo system was removed: {left}");
     assert_eq!(host.api.get("/health").await.status, 200, "the service keeps running");
+
+    // The demo's own key is revoked once it is done.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let keys = host.api.get("/api-keys").await.body;
+        let demo = keys.as_array().unwrap().iter().find(|k| k["name"] == "demo").expect("the demo had a key").clone();
+        if demo["revoked_at"].is_number() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the demo key was never revoked: {demo}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
