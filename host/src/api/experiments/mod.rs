@@ -51,6 +51,13 @@ async fn experiment(state: &AppState, platform_name: &str, id: &str) -> Result<E
         .ok_or_else(|| ApiError::not_found("experiment_not_found", format!("no {platform_name} experiment with id `{id}`")))
 }
 
+/// The status body of an experiment on this platform.
+async fn status_of(state: &AppState, platform_name: &str, id: &str) -> Result<Status, ApiError> {
+    let row = experiment(state, platform_name, id).await?;
+    let (injections, events) = (state.store.injections(id).await?, state.store.events(id).await?);
+    Ok(Status::new(row, injections, events)?)
+}
+
 /// Everything a start checks and computes before injecting: the fault, the
 /// plan, the targets, their impact, and the driver's own validation.
 async fn prepare(
@@ -137,9 +144,7 @@ pub async fn status(
     IdParam(id): IdParam,
 ) -> Result<Json<Status>, ApiError> {
     caller.require(Role::Viewer)?;
-    let row = experiment(&state, &platform_name, &id).await?;
-    let (injections, events) = (state.store.injections(&id).await?, state.store.events(&id).await?);
-    Ok(Json(Status::new(row, injections, events)?))
+    Ok(Json(status_of(&state, &platform_name, &id).await?))
 }
 
 /// Per-phase summaries and every observation (viewer).
@@ -171,7 +176,5 @@ pub async fn stop(
     caller.require(Role::Engineer)?;
     experiment(&state, &platform_name, &id).await?;
     state.engine.stop(&id, &caller.name).await?;
-    let row = experiment(&state, &platform_name, &id).await?;
-    let (injections, events) = (state.store.injections(&id).await?, state.store.events(&id).await?);
-    Ok(Json(Status::new(row, injections, events)?))
+    Ok(Json(status_of(&state, &platform_name, &id).await?))
 }
