@@ -1,11 +1,13 @@
 # The two commands a new machine needs: `make run` and `make test`.
 # Both install what they need first: the wasm32-wasip2 target for plugins
-# and the musl target for static binaries that run in containers.
+# and the musl target for static binaries that run in containers. The
+# tests also need the host's own `nft`, `tc` and `nsenter`, to check from
+# outside what a network fault left in a container (Debian packages).
 
 CARGO ?= cargo
 ARGS ?=
 
-.PHONY: setup run test bench
+.PHONY: setup run test test-tools bench
 
 # Idempotent: rustup does nothing when the target is installed.
 setup:
@@ -18,7 +20,11 @@ run: setup
 
 # The whole suite: unit tests, and end-to-end tests that build the test
 # plugins and start the host themselves.
-test: setup
+test-tools:
+	@command -v nft >/dev/null && command -v tc >/dev/null && command -v nsenter >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq nftables iproute2 util-linux >/dev/null; }
+
+test: setup test-tools
 	$(CARGO) test --workspace --exclude 'test-plugin-*' --no-fail-fast
 
 bench: setup

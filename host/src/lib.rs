@@ -66,11 +66,12 @@ pub async fn connect_platforms() -> (HostCapabilities, Platforms, Option<Arc<Doc
 
 /// Opens the store, loads plugins with the given capabilities, and reverts
 /// what a previous process left.
-pub async fn start_host(config: &HostConfig, capabilities: HostCapabilities, platforms: Platforms) -> anyhow::Result<Host> {
+pub async fn start_host(config: &HostConfig, mut capabilities: HostCapabilities, platforms: Platforms) -> anyhow::Result<Host> {
     std::fs::create_dir_all(&config.data_dir)?;
     std::fs::create_dir_all(&config.plugins_dir)?;
     let store = Store::open_sqlite(&config.data_dir.join("faultline.db")).await?;
     let metrics = Arc::new(Metrics::default());
+    capabilities.log = Arc::new(telemetry::ExperimentLog { store: store.clone(), inner: capabilities.log });
 
     let runtime = PluginEngine::new(
         RuntimeConfig {

@@ -20,7 +20,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use faultline_plugin_runtime::capability::adb::{Adb, Device, ShellOutput};
-use faultline_plugin_runtime::capability::docker::{Container, Docker, Machine, ExecOutput, HelperSpec, ResourceUsage};
+use faultline_plugin_runtime::capability::docker::{
+    Container, Docker, ExecOutput, HelperSpec, Machine, ResourceUsage, StartedHelper,
+};
 use faultline_plugin_runtime::capability::log::{Level, LogSink};
 use faultline_plugin_runtime::capability::proxy::{Proxy, Rule};
 use faultline_plugin_runtime::capability::CapResult;
@@ -112,9 +114,9 @@ impl Docker for RecordingHost {
     async fn copy_in(&self, id: String, path: String, contents: Vec<u8>, mode: u32) -> CapResult<()> {
         self.record("docker.copy_in", args!(id, path, contents.len(), mode))
     }
-    async fn run_helper(&self, spec: HelperSpec) -> CapResult<String> {
+    async fn run_helper(&self, spec: HelperSpec) -> CapResult<StartedHelper> {
         self.record("docker.run_helper", args!(spec.target, spec.args, spec.ttl_seconds))?;
-        Ok(self.next_id("helper"))
+        Ok(StartedHelper { id: self.next_id("helper"), report: format!("recorded: {}", spec.args.join(" ")) })
     }
     async fn remove_helper(&self, helper: String) -> CapResult<()> {
         self.record("docker.remove_helper", args!(helper))

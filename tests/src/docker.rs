@@ -65,6 +65,28 @@ fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf29ce484222325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100000001b3))
 }
 
+/// UDP round trips measured by the demo service's `measure` mode.
+#[derive(Debug, serde::Deserialize)]
+pub struct RoundTrips {
+    pub sent: u32,
+    pub received: u32,
+    pub rtt_ms: Vec<f64>,
+}
+
+impl RoundTrips {
+    /// The `q` quantile of the round-trip times (nearest rank).
+    pub fn quantile(&self, q: f64) -> f64 {
+        let mut sorted = self.rtt_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert!(!sorted.is_empty(), "no datagram came back");
+        sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+    }
+
+    pub fn loss(&self) -> f64 {
+        1.0 - f64::from(self.received) / f64::from(self.sent)
+    }
+}
+
 /// Containers of one test, all labelled `faultline.test=<id>`, removed
 /// (with their network) when dropped.
 pub struct DemoSystem {
@@ -132,6 +154,37 @@ impl DemoSystem {
             .lines()
             .filter(|l| ids.iter().any(|id| l.ends_with(id.as_str())))
             .map(|l| l.split(' ').next().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Times UDP round trips to `alias` (a container of this system) from a
+    /// new container on the same network, as a client next to it would see
+    /// them: `count` datagrams, one every 5 ms.
+    pub fn measure_udp(&self, alias: &str, count: u32) -> RoundTrips {
+        let out = docker(&[
+            "run", "--rm", "--network", &self.network, "--label", &format!("faultline.test={}", self.id), &demo_image(),
+            "measure", "--udp", &format!("{alias}:8080"), "--count", &count.to_string(), "--interval-ms", "5",
+        ]);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("the measurement `{out}`: {e}"))
+    }
+
+    /// The nftables tables and the root qdiscs (other than Docker's
+    /// defaults) in a container's network namespace, read with the host's
+    /// own `nft` and `tc`: what a network fault could leave behind.
+    pub fn network_state(name: &str) -> Vec<String> {
+        let pid = docker(&["inspect", "-f", "{{.State.Pid}}", name]);
+        let run = |tool: &[&str]| {
+            let out = Command::new("nsenter").args(["-t", &pid, "-n"]).args(tool).output().expect("running nsenter");
+            assert!(out.status.success(), "{tool:?}: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let tables = run(&["nft", "list", "tables"]);
+        let qdiscs = run(&["tc", "qdisc", "show"]);
+        tables
+            .lines()
+            .filter(|l| l.contains("faultline"))
+            .chain(qdiscs.lines().filter(|l| !l.contains("noqueue")))
+            .map(str::to_string)
             .collect()
     }
 

@@ -1,12 +1,16 @@
 //! A tiny HTTP service for demo systems (web → api → db). `GET /` answers
 //! after asking its upstream, if it has one, so a fault in one tier shows up
-//! in the tiers above it. `GET /health` answers at once.
+//! in the tiers above it. `GET /health` answers at once. The same port
+//! echoes UDP datagrams, so another container can time round trips and
+//! count losses (`measure`).
 //!
 //! demo-service --name web --listen 0.0.0.0:8080 --upstream api:8080
+//! demo-service measure --udp api:8080 [--count 100] [--interval-ms 10]
+//!   prints {"sent":N,"received":R,"rtt_ms":[...]} on one line
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::net::{TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+use std::time::{Duration, Instant};
 
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -80,6 +84,51 @@ extern "C" fn on_term(_: i32) {
     unsafe { _exit(0) }
 }
 
+/// Echoes every datagram back to its sender.
+fn echo(socket: UdpSocket) {
+    let mut buffer = [0u8; 2048];
+    while let Ok((n, from)) = socket.recv_from(&mut buffer) {
+        let _ = socket.send_to(&buffer[..n], from);
+    }
+}
+
+/// Sends numbered datagrams to an echoing peer at a steady pace and times
+/// each echo; a datagram without an echo 2 s after the last send is lost.
+fn measure(args: &[String]) {
+    let flag = |name: &str| args.windows(2).find(|w| w[0] == name).map(|w| w[1].clone());
+    let peer = flag("--udp").expect("--udp HOST:PORT is required");
+    let count: u32 = flag("--count").map_or(100, |c| c.parse().expect("--count"));
+    let interval = Duration::from_millis(flag("--interval-ms").map_or(10, |i| i.parse().expect("--interval-ms")));
+    let socket = UdpSocket::bind("0.0.0.0:0").expect("binding a UDP socket");
+    socket.connect(&peer).unwrap_or_else(|e| panic!("resolving {peer}: {e}"));
+    let receiver = socket.try_clone().expect("cloning a socket");
+    let start = Instant::now();
+    let sender = std::thread::spawn(move || {
+        let mut sent_at = Vec::new();
+        for seq in 0..count {
+            sent_at.push(start.elapsed());
+            let _ = socket.send(&seq.to_be_bytes());
+            std::thread::sleep(interval);
+        }
+        sent_at
+    });
+    let done = start + interval * count + Duration::from_secs(2);
+    let mut echoed = Vec::new();
+    let mut buffer = [0u8; 64];
+    while let Some(left) = done.checked_duration_since(Instant::now()) {
+        receiver.set_read_timeout(Some(left.max(Duration::from_millis(1)))).expect("setting a timeout");
+        if let Ok(4) = receiver.recv(&mut buffer) {
+            echoed.push((u32::from_be_bytes(buffer[..4].try_into().unwrap()), start.elapsed()));
+        }
+    }
+    let sent_at = sender.join().expect("the sender");
+    let rtts: Vec<String> = echoed
+        .iter()
+        .filter_map(|(seq, at)| sent_at.get(*seq as usize).map(|sent| format!("{:.3}", (*at - *sent).as_secs_f64() * 1000.0)))
+        .collect();
+    println!("{{\"sent\":{count},\"received\":{},\"rtt_ms\":[{}]}}", rtts.len(), rtts.join(","));
+}
+
 fn main() {
     // As PID 1 in a container, SIGTERM and SIGINT do nothing unless handled.
     // SAFETY: installs a handler that only calls _exit.
@@ -87,8 +136,14 @@ fn main() {
         signal(15, on_term);
         signal(2, on_term);
     }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("measure") {
+        return measure(&args[1..]);
+    }
     let config = config();
     let listener = TcpListener::bind(&config.listen).unwrap_or_else(|e| panic!("binding {}: {e}", config.listen));
+    let udp = UdpSocket::bind(&config.listen).unwrap_or_else(|e| panic!("binding UDP {}: {e}", config.listen));
+    std::thread::spawn(move || echo(udp));
     let config: &'static Config = Box::leak(Box::new(config));
     for stream in listener.incoming().flatten() {
         std::thread::spawn(move || serve(stream, config));

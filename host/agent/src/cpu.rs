@@ -19,6 +19,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let duty = (percent / 100.0 * cpus / threads as f64).clamp(0.0, 1.0);
     let busy = PERIOD.mul_f64(duty);
     let workers: Vec<_> = (0..threads).map(|_| std::thread::spawn(move || burn(busy))).collect();
+    crate::lifecycle::ready(&format!("burning {percent} % of {cpus} CPUs on {threads} threads"));
     for worker in workers {
         let _ = worker.join();
     }

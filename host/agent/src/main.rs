@@ -6,9 +6,15 @@
 //!   signal --pid PID --signal NAME
 //!   cpu --percent P [--cpus C]
 //!   memory --bytes B
+//!   net [--delay-ms D [--jitter-ms J]] [--loss-percent P] [--rate-kbit R]
+//!
+//! A long-running command prints `ready: ...` on stdout once its effect is
+//! in place; the host waits for that line.
 
 mod cpu;
+mod lifecycle;
 mod memory;
+mod net;
 mod signal;
 
 use std::time::Duration;
@@ -17,7 +23,9 @@ use std::time::Duration;
 const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 
 fn usage() -> ! {
-    eprintln!("usage: faultline-agent [--ttl SECONDS] (signal --pid PID --signal NAME | cpu --percent P [--cpus C] | memory --bytes B)");
+    eprintln!(
+        "usage: faultline-agent [--ttl SECONDS] (signal --pid PID --signal NAME | cpu --percent P [--cpus C] | memory --bytes B | net [--delay-ms D [--jitter-ms J]] [--loss-percent P] [--rate-kbit R])"
+    );
     std::process::exit(2)
 }
 
@@ -35,17 +43,14 @@ fn main() {
         args.drain(..2);
     }
     // The dead man's switch: the effect ends when the agent does.
-    std::thread::spawn(move || {
-        std::thread::sleep(ttl);
-        eprintln!("faultline-agent: time-to-live of {}s reached, exiting", ttl.as_secs());
-        std::process::exit(0);
-    });
+    lifecycle::install(ttl);
     let Some(command) = args.first().cloned() else { usage() };
     let rest = &args[1..];
     let outcome = match command.as_str() {
         "signal" => signal::run(rest),
         "cpu" => cpu::run(rest),
         "memory" => memory::run(rest),
+        "net" => net::run(rest),
         _ => usage(),
     };
     if let Err(e) = outcome {

@@ -22,7 +22,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         held.push(chunk);
         left -= size;
     }
-    eprintln!("faultline-agent memory: holding {bytes} bytes");
+    crate::lifecycle::ready(&format!("holding {bytes} bytes, every page touched"));
     loop {
         std::thread::park();
         std::hint::black_box(&held);

@@ -4,10 +4,6 @@
 
 use crate::flag;
 
-unsafe extern "C" {
-    fn kill(pid: i32, sig: i32) -> i32;
-}
-
 fn number(name: &str) -> Option<i32> {
     let name = name.trim_start_matches("SIG");
     [("HUP", 1), ("INT", 2), ("QUIT", 3), ("KILL", 9), ("USR1", 10), ("USR2", 12), ("TERM", 15), ("STOP", 19), ("CONT", 18)]
@@ -21,7 +17,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let name = flag(args, "--signal").unwrap_or_else(|| "KILL".into());
     let sig = number(&name).ok_or_else(|| format!("unknown signal {name}"))?;
     // SAFETY: kill(2) with plain integers.
-    if unsafe { kill(pid, sig) } != 0 {
+    if unsafe { libc::kill(pid, sig) } != 0 {
         return Err(format!("kill({pid}, {name}): {}", std::io::Error::last_os_error()));
     }
     Ok(())

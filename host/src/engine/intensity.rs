@@ -54,7 +54,8 @@ pub struct Adaptive {
 impl Adaptive {
     pub fn new(intensity: &Intensity, baseline_health: f64, tolerance: f64) -> Self {
         let floor = intensity.min.max(0.0);
-        let first = (floor + intensity.step).min(intensity.requested).max(floor);
+        // One step is the gentlest level worth trying (50 ms, not 51 ms).
+        let first = intensity.step.max(floor).min(intensity.requested);
         Adaptive {
             current: if intensity.graded { first } else { intensity.requested },
             floor,

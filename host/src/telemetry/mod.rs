@@ -1,8 +1,10 @@
 //! Structured logs (tracing) and Prometheus metrics.
 
 mod metrics;
+mod plugin_log;
 
 pub use metrics::Metrics;
+pub use plugin_log::ExperimentLog;
 
 /// Logs as JSON lines when `json` is set (for collectors), else readable text.
 /// `RUST_LOG` filters, as usual.

@@ -20,7 +20,7 @@ fn cpus_of(container: &str) -> Result<f64, FaultError> {
 
 fn burn(container: &str, settings: &Settings) -> Result<String, FaultError> {
     let args = ["cpu", "--percent", &settings.intensity.to_string(), "--cpus", &cpus_of(container)?.to_string()];
-    helper::start(container, args.map(String::from).to_vec(), vec![Namespace::Cgroup], vec![], settings.ttl_seconds)
+    Ok(helper::start(container, args.map(String::from).to_vec(), vec![Namespace::Cgroup], vec![], settings.ttl_seconds)?.logged())
 }
 
 impl Fault for CpuStress {

@@ -6,7 +6,7 @@
 //! for a real leak.
 
 use faultline_sdk::docker::{self, Namespace};
-use faultline_sdk::helper::{self, HelperToken};
+use faultline_sdk::helper;
 use faultline_sdk::{Fault, FaultError, FaultInfo, IntensitySpec, Platform, Settings, Target};
 
 struct MemoryStress;
@@ -22,7 +22,7 @@ fn memory_of(container: &str) -> Result<u64, FaultError> {
 fn fill(container: &str, settings: &Settings) -> Result<String, FaultError> {
     let bytes = (memory_of(container)? as f64 * settings.intensity / 100.0) as u64;
     let args = ["memory", "--bytes", &bytes.to_string()];
-    helper::start(container, args.map(String::from).to_vec(), vec![Namespace::Cgroup], vec![], settings.ttl_seconds)
+    Ok(helper::start(container, args.map(String::from).to_vec(), vec![Namespace::Cgroup], vec![], settings.ttl_seconds)?.logged())
 }
 
 impl Fault for MemoryStress {
@@ -45,9 +45,7 @@ impl Fault for MemoryStress {
     /// The old allocation is released before the new one is made, so the
     /// two never add up past the limit.
     fn adjust(token: String, settings: Settings) -> Result<String, FaultError> {
-        let target = HelperToken::decode(&token)?.target;
-        helper::stop(&token)?;
-        fill(&target, &settings)
+        helper::replace(&token, |target| fill(target, &settings))
     }
 
     fn revert(token: String) -> Result<(), FaultError> {

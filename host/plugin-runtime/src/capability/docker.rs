@@ -8,7 +8,7 @@ use super::{CapResult, NotConfigured};
 use crate::bindings::faultline::plugin::docker as wit;
 use crate::state::StoreState;
 
-pub use wit::{Container, Machine, ExecOutput, HelperSpec, Namespace, ResourceUsage};
+pub use wit::{Container, ExecOutput, HelperSpec, Machine, Namespace, ResourceUsage, StartedHelper};
 
 type WitResult<T> = wasmtime::Result<Result<T, wit::CapabilityError>>;
 
@@ -25,7 +25,7 @@ pub trait Docker: Send + Sync {
     async fn restart(&self, id: String, timeout_seconds: u32) -> CapResult<()>;
     async fn exec(&self, id: String, command: Vec<String>, timeout_ms: u32) -> CapResult<ExecOutput>;
     async fn copy_in(&self, id: String, path: String, contents: Vec<u8>, mode: u32) -> CapResult<()>;
-    async fn run_helper(&self, spec: HelperSpec) -> CapResult<String>;
+    async fn run_helper(&self, spec: HelperSpec) -> CapResult<StartedHelper>;
     async fn remove_helper(&self, helper: String) -> CapResult<()>;
     async fn stats(&self, id: String) -> CapResult<ResourceUsage>;
 }
@@ -59,7 +59,7 @@ impl Docker for NotConfigured {
     async fn copy_in(&self, _: String, _: String, _: Vec<u8>, _: u32) -> CapResult<()> {
         self.refuse()
     }
-    async fn run_helper(&self, _: HelperSpec) -> CapResult<String> {
+    async fn run_helper(&self, _: HelperSpec) -> CapResult<StartedHelper> {
         self.refuse()
     }
     async fn remove_helper(&self, _: String) -> CapResult<()> {
@@ -104,7 +104,7 @@ impl wit::Host for DockerSlot {
     async fn copy_in(&mut self, id: String, path: String, contents: Vec<u8>, mode: u32) -> WitResult<()> {
         wit(self.0.copy_in(id, path, contents, mode).await)
     }
-    async fn run_helper(&mut self, spec: HelperSpec) -> WitResult<String> {
+    async fn run_helper(&mut self, spec: HelperSpec) -> WitResult<StartedHelper> {
         wit(self.0.run_helper(spec).await)
     }
     async fn remove_helper(&mut self, helper: String) -> WitResult<()> {

@@ -6,13 +6,14 @@
 use std::collections::HashMap;
 
 use bollard::Docker;
+use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions,
-    WaitContainerOptionsBuilder,
+    AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
+    RemoveContainerOptionsBuilder, StartContainerOptions, StopContainerOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use faultline_plugin_runtime::capability::CapResult;
-use faultline_plugin_runtime::capability::docker::{HelperSpec, Namespace};
+use faultline_plugin_runtime::capability::docker::{HelperSpec, Namespace, StartedHelper};
 use faultline_plugin_runtime::model::CapabilityError;
 use futures_util::StreamExt;
 use tokio::sync::OnceCell;
@@ -26,6 +27,10 @@ use super::images::{AGENT, scratch_image};
 pub const HELPER_LABEL: &str = "faultline.helper";
 const EXPIRES_LABEL: &str = "faultline.expires";
 const TARGET_LABEL: &str = "faultline.target";
+/// How long a stopped agent gets to undo its changes (the agent itself gives up after 5 s).
+const STOP_GRACE_SECONDS: i32 = 6;
+/// The agent's line saying its effect is in place.
+const READY: &str = "ready: ";
 
 pub struct Helpers {
     client: Docker,
@@ -42,8 +47,8 @@ impl Helpers {
         self.image.get_or_try_init(|| scratch_image(&self.client, "faultline-agent", AGENT)).await.cloned()
     }
 
-    /// Creates and starts a helper container; removes it again if it cannot start.
-    async fn launch(&self, args: Vec<String>, ttl_seconds: u32, target: &str, host_config: HostConfig) -> CapResult<String> {
+    /// Creates a helper container (not yet started).
+    async fn create(&self, args: Vec<String>, ttl_seconds: u32, target: &str, host_config: HostConfig) -> CapResult<String> {
         let image = self.image().await?;
         let expires = now_ms() / 1000 + i64::from(ttl_seconds);
         let mut cmd = vec!["--ttl".to_string(), ttl_seconds.to_string()];
@@ -62,12 +67,17 @@ impl Helpers {
         let name = format!("faultline-helper-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
         let created = timed("creating a helper", CALL_TIMEOUT, self.client.create_container(Some(options), body)).await?;
-        let start = self.client.start_container(&created.id, None::<StartContainerOptions>);
+        Ok(created.id)
+    }
+
+    /// Starts a created helper; removes it again if it cannot start.
+    async fn start(&self, id: &str) -> CapResult<()> {
+        let start = self.client.start_container(id, None::<StartContainerOptions>);
         if let Err(e) = timed("starting a helper", CALL_TIMEOUT, start).await {
-            let _ = self.remove(created.id.clone()).await;
+            let _ = self.remove(id.to_string()).await;
             return Err(e);
         }
-        Ok(created.id)
+        Ok(())
     }
 
     /// Delivers a signal to a process of the engine's host, by its host PID,
@@ -77,7 +87,8 @@ impl Helpers {
     pub async fn signal_host_pid(&self, container: &str, pid: u32, signal: &str) -> CapResult<()> {
         let args = ["signal", "--pid", &pid.to_string(), "--signal", signal].map(String::from).to_vec();
         let host_config = HostConfig { pid_mode: Some("host".into()), ..Default::default() };
-        let id = self.launch(args, 30, container, host_config).await?;
+        let id = self.create(args, 30, container, host_config).await?;
+        self.start(&id).await?;
         let options = WaitContainerOptionsBuilder::default().condition("not-running").build();
         let waited = async {
             let mut wait = std::pin::pin!(self.client.wait_container(&id, Some(options)));
@@ -96,8 +107,9 @@ impl Helpers {
         }
     }
 
-    /// Starts a helper in the target's namespaces; returns its container id.
-    pub async fn run(&self, spec: HelperSpec) -> CapResult<String> {
+    /// Starts a helper in the target's namespaces and waits for its agent's
+    /// ready line; returns its container id and what the agent reported.
+    pub async fn run(&self, spec: HelperSpec) -> CapResult<StartedHelper> {
         let target = timed("inspecting a helper's target", CALL_TIMEOUT, self.client.inspect_container(&spec.target, None::<bollard::query_parameters::InspectContainerOptions>)).await?;
         let target_id = target.id.unwrap_or_default();
         if !target.state.and_then(|s| s.running).unwrap_or(false) {
@@ -121,11 +133,43 @@ impl Helpers {
             auto_remove: Some(true),
             ..Default::default()
         };
-        self.launch(spec.args, spec.ttl_seconds, &target_id, host_config).await
+        let id = self.create(spec.args, spec.ttl_seconds, &target_id, host_config).await?;
+        // Attached before the start, so no output is missed, even from an
+        // agent that fails at once (its container is then removed by Docker).
+        let options = AttachContainerOptionsBuilder::default().stdout(true).stderr(true).stream(true).logs(true).build();
+        let attached = timed("attaching to a helper", CALL_TIMEOUT, self.client.attach_container(&id, Some(options))).await;
+        let output = match attached {
+            Ok(a) => a.output,
+            Err(e) => {
+                let _ = self.remove(id).await;
+                return Err(e);
+            }
+        };
+        self.start(&id).await?;
+        let ready = tokio::time::timeout(CALL_TIMEOUT, ready_line(output)).await.unwrap_or_else(|_| {
+            Err(CapabilityError::Timeout(format!("the agent did not report ready within {CALL_TIMEOUT:?}")))
+        });
+        match ready {
+            Ok(report) => Ok(StartedHelper { id, report }),
+            Err(e) => {
+                let _ = self.remove(id).await;
+                Err(e)
+            }
+        }
     }
 
-    /// Removes a helper; one that is gone already is fine.
+    /// Stops a helper, giving its agent time to undo what it changed (a
+    /// qdisc outlives its process), then removes it. One that is gone
+    /// already is fine.
     pub async fn remove(&self, id: String) -> CapResult<()> {
+        let stop = StopContainerOptionsBuilder::default().t(STOP_GRACE_SECONDS).build();
+        let grace = CALL_TIMEOUT + std::time::Duration::from_secs(STOP_GRACE_SECONDS as u64);
+        match timed("stopping a helper", grace, self.client.stop_container(&id, Some(stop))).await {
+            Ok(()) | Err(CapabilityError::NotFound(_)) => {}
+            // Already stopped, or being removed: removal below settles it.
+            Err(CapabilityError::Failed(why)) if why.starts_with("304") || why.starts_with("409") => {}
+            Err(e) => tracing::warn!(helper = %id, "stopping a helper: {e}; removing it by force"),
+        }
         let options = RemoveContainerOptionsBuilder::default().force(true).build();
         match timed("removing a helper", CALL_TIMEOUT, self.client.remove_container(&id, Some(options))).await {
             Err(CapabilityError::NotFound(_)) => Ok(()),
@@ -152,4 +196,22 @@ impl Helpers {
         }
         Ok(removed)
     }
+}
+
+/// Reads an agent's output until its ready line; the rest of the line is
+/// the agent's report. An agent that ends first failed: its error output says why.
+async fn ready_line(
+    mut output: std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>,
+) -> CapResult<String> {
+    let mut said = String::new();
+    while let Some(chunk) = output.next().await {
+        let chunk = chunk.map_err(super::capability_error)?;
+        said.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+        let complete = said.split_inclusive('\n').filter(|l| l.ends_with('\n'));
+        if let Some(report) = complete.into_iter().find_map(|l| l.strip_prefix(READY)) {
+            return Ok(report.trim().to_string());
+        }
+    }
+    let why = said.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("no output").to_string();
+    Err(CapabilityError::Failed(format!("the agent ended before it was ready: {why}")))
 }

@@ -17,7 +17,9 @@ use bollard::query_parameters::{
     StatsOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 use faultline_plugin_runtime::capability::CapResult;
-use faultline_plugin_runtime::capability::docker::{self as cap, Container, Machine, ExecOutput, HelperSpec, ResourceUsage};
+use faultline_plugin_runtime::capability::docker::{
+    self as cap, Container, ExecOutput, HelperSpec, Machine, ResourceUsage, StartedHelper,
+};
 use faultline_plugin_runtime::model::CapabilityError;
 use futures_util::{StreamExt, TryStreamExt, future};
 
@@ -195,7 +197,7 @@ impl cap::Docker for DockerEngine {
         timed("copying into a container", CALL_TIMEOUT, self.client.upload_to_container(&id, Some(options), body)).await
     }
 
-    async fn run_helper(&self, spec: HelperSpec) -> CapResult<String> {
+    async fn run_helper(&self, spec: HelperSpec) -> CapResult<StartedHelper> {
         self.helpers.run(spec).await
     }
 
