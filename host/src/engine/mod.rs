@@ -6,6 +6,7 @@
 //! baseline → injecting → recovering → completed; every exit path passes
 //! through the rollback.
 
+mod fan_out;
 pub mod intensity;
 pub mod plan;
 mod recovery;

@@ -8,6 +8,7 @@ use faultline_plugin_runtime::{CallError, FaultInstance};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::fan_out::{Call, fan_out};
 use super::intensity::{Adaptive, Ramp};
 use super::plan::Plan;
 use super::score::{ScoreInputs, score};
@@ -168,18 +169,17 @@ impl Run {
             let want = ((n as f64 * level / 100.0).ceil() as usize).clamp(1, n);
             // A target that went away is skipped for the next one.
             while self.active.len() < want && self.next_target < n {
-                let target = self.plan.targets[self.next_target].clone();
-                self.next_target += 1;
-                self.inject(target, level).await?;
+                let take = (want - self.active.len()).min(n - self.next_target);
+                let targets = self.plan.targets[self.next_target..self.next_target + take].to_vec();
+                self.next_target += take;
+                self.inject(targets, level).await?;
             }
             while self.active.len() > want {
                 let active = self.active.pop().expect("more active than wanted");
                 self.revert_one(active, "adjust").await;
             }
         } else if self.active.is_empty() {
-            for target in self.plan.targets.clone() {
-                self.inject(target, level).await?;
-            }
+            self.inject(self.plan.targets.clone(), level).await?;
         } else {
             for i in 0..self.active.len() {
                 self.adjust(i, level).await?;
@@ -195,53 +195,59 @@ impl Run {
         Ok(())
     }
 
-    /// Injects into one target: journaled as pending before the driver is
-    /// called, and active only once its revert token is stored.
-    async fn inject(&mut self, target: Target, level: f64) -> Result<(), Failure> {
-        let journal_id = uuid::Uuid::new_v4().to_string();
-        let row = InjectionRow {
-            id: journal_id.clone(),
-            experiment_id: self.id.clone(),
-            plugin: self.plan.plugin.clone(),
-            target_id: target.id.clone(),
-            target_name: target.name.clone(),
-            intensity: level,
-            token: None,
-            state: InjectionState::Pending.as_str().into(),
-            error: None,
-            injected_at: now_ms(),
-            reverted_at: None,
-        };
-        self.store.journal_pending(&row).await.map_err(|e| Failure(format!("journal: {e}")))?;
+    /// Injects into targets, several at once: each is journaled as pending
+    /// before any driver call, and active only once its revert token is
+    /// stored. Every outcome is recorded before the first failure is
+    /// returned, so what did take is rolled back.
+    async fn inject(&mut self, targets: Vec<Target>, level: f64) -> Result<(), Failure> {
+        let mut journal_ids = Vec::with_capacity(targets.len());
+        for target in &targets {
+            let row = InjectionRow {
+                id: uuid::Uuid::new_v4().to_string(),
+                experiment_id: self.id.clone(),
+                plugin: self.plan.plugin.clone(),
+                target_id: target.id.clone(),
+                target_name: target.name.clone(),
+                intensity: level,
+                token: None,
+                state: InjectionState::Pending.as_str().into(),
+                error: None,
+                injected_at: now_ms(),
+                reverted_at: None,
+            };
+            self.store.journal_pending(&row).await.map_err(|e| Failure(format!("journal: {e}")))?;
+            journal_ids.push(row.id);
+        }
         let settings = self.plan.settings(level);
-        let instance = self.instance.as_mut().expect("instance during injecting");
-        let took = Instant::now();
-        let outcome = instance.inject(&target, &settings).await;
-        self.metrics.plugin_call(&self.plan.plugin, "inject", took.elapsed());
-        match outcome {
-            Ok(token) => {
-                self.injected_once = true;
-                self.active.push(Active { journal_id: journal_id.clone(), target: target.clone(), token: token.clone() });
-                if let Err(e) = self.store.journal_active(&journal_id, &token, level).await {
-                    return Err(Failure(format!("journal: {e}")));
+        let calls = targets.iter().map(|t| Call::Inject(t.clone(), settings.clone())).collect();
+        let outcomes = fan_out(&self.plugin.plugin, &self.id, &mut self.instance, calls).await;
+        let mut first_failure = None;
+        for ((target, journal_id), (outcome, took)) in targets.into_iter().zip(journal_ids).zip(outcomes) {
+            self.metrics.plugin_call(&self.plan.plugin, "inject", took);
+            match outcome.map(Option::unwrap_or_default) {
+                Ok(token) => {
+                    self.injected_once = true;
+                    self.active.push(Active { journal_id: journal_id.clone(), target: target.clone(), token: token.clone() });
+                    if let Err(e) = self.store.journal_active(&journal_id, &token, level).await {
+                        first_failure.get_or_insert(Failure(format!("journal: {e}")));
+                    }
+                    self.metrics.injection(&self.plan.fault, "injected");
+                    self.event("injected", &format!("{} at {level} {}", target.name, self.plan.intensity.unit)).await;
                 }
-                self.metrics.injection(&self.plan.fault, "injected");
-                self.event("injected", &format!("{} at {level} {}", target.name, self.plan.intensity.unit)).await;
-                Ok(())
-            }
-            // A target that went away is skipped, not a failure of the experiment.
-            Err(CallError::Fault(FaultError::TargetUnavailable(why))) => {
-                let _ = self.store.journal_close(&journal_id, InjectionState::Failed, Some(&why)).await;
-                self.metrics.injection(&self.plan.fault, "skipped");
-                self.event("skipped", &format!("{}: {why}", target.name)).await;
-                Ok(())
-            }
-            Err(e) => {
-                let _ = self.store.journal_close(&journal_id, InjectionState::Failed, Some(&e.to_string())).await;
-                self.metrics.injection(&self.plan.fault, "failed");
-                Err(Failure(format!("injecting into {} failed: {e}", target.name)))
+                // A target that went away is skipped, not a failure of the experiment.
+                Err(CallError::Fault(FaultError::TargetUnavailable(why))) => {
+                    let _ = self.store.journal_close(&journal_id, InjectionState::Failed, Some(&why)).await;
+                    self.metrics.injection(&self.plan.fault, "skipped");
+                    self.event("skipped", &format!("{}: {why}", target.name)).await;
+                }
+                Err(e) => {
+                    let _ = self.store.journal_close(&journal_id, InjectionState::Failed, Some(&e.to_string())).await;
+                    self.metrics.injection(&self.plan.fault, "failed");
+                    first_failure.get_or_insert(Failure(format!("injecting into {} failed: {e}", target.name)));
+                }
             }
         }
+        first_failure.map_or(Ok(()), Err)
     }
 
     /// Changes one injection's intensity; a driver that cannot adjust in
@@ -265,7 +271,7 @@ impl Run {
                 let active = self.active.remove(index);
                 let target = active.target.clone();
                 if self.revert_one(active, "adjust").await {
-                    self.inject(target, level).await?;
+                    self.inject(vec![target], level).await?;
                     let last = self.active.pop().expect("just injected");
                     self.active.insert(index, last);
                 }
@@ -285,11 +291,22 @@ impl Run {
             (None, Some(Interrupt::Aborted(_))) => "guardrail",
             (None, None) => "end",
         };
+        // Every target at once first; what fails gets revert_one's retries
+        // with fresh instances.
+        let active = std::mem::take(&mut self.active);
+        let calls = active.iter().map(|a| Call::Revert(a.token.clone())).collect();
+        let outcomes = fan_out(&self.plugin.plugin, &self.id, &mut self.instance, calls).await;
         let mut failures = vec![];
-        while let Some(active) = self.active.pop() {
-            let name = active.target.name.clone();
-            if !self.revert_one(active, reason).await {
-                failures.push(name);
+        for (active, (outcome, took)) in active.into_iter().zip(outcomes) {
+            self.metrics.plugin_call(&self.plan.plugin, "revert", took);
+            match outcome {
+                Ok(_) | Err(CallError::Fault(FaultError::TargetUnavailable(_))) => self.reverted(&active, reason).await,
+                Err(_) => {
+                    let name = active.target.name.clone();
+                    if !self.revert_one(active, reason).await {
+                        failures.push(name);
+                    }
+                }
             }
         }
         self.instance = None;
@@ -317,9 +334,7 @@ impl Run {
             self.metrics.plugin_call(&self.plan.plugin, "revert", took.elapsed());
             match outcome {
                 Ok(()) | Err(CallError::Fault(FaultError::TargetUnavailable(_))) => {
-                    let _ = self.store.journal_close(&active.journal_id, InjectionState::Reverted, None).await;
-                    self.metrics.rollback(reason, "reverted");
-                    self.event("reverted", &active.target.name).await;
+                    self.reverted(&active, reason).await;
                     return true;
                 }
                 Err(e) => last_error = e.to_string(),
@@ -329,6 +344,12 @@ impl Run {
         self.metrics.rollback(reason, "failed");
         self.event("revert_failed", &format!("{}: {last_error}", active.target.name)).await;
         false
+    }
+
+    async fn reverted(&mut self, active: &Active, reason: &str) {
+        let _ = self.store.journal_close(&active.journal_id, InjectionState::Reverted, None).await;
+        self.metrics.rollback(reason, "reverted");
+        self.event("reverted", &active.target.name).await;
     }
 
     /// Watches for health to come back within the band of the baseline;
