@@ -7,7 +7,7 @@
 CARGO ?= cargo
 ARGS ?=
 
-.PHONY: setup run test test-tools bench
+.PHONY: setup run test test-tools bench bench-backend
 
 # Idempotent: rustup does nothing when the target is installed.
 setup:
@@ -29,3 +29,7 @@ test: setup test-tools
 
 bench: setup
 	$(CARGO) bench -p faultline-tests --bench plugin_round_trip
+
+# Backend faults on 1, 10 and 50 real containers beside raw Docker (a few minutes).
+bench-backend: setup test-tools
+	$(CARGO) bench -p faultline-tests --bench backend_faults

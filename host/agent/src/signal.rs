@@ -1,6 +1,9 @@
-//! `signal`: sends a signal to a process of the target's PID namespace. Sent
-//! from inside, a SIGKILL to PID 1 is a crash to Docker, so the target's
+//! `signal`: sends a signal to processes by PID, from the host's PID
+//! namespace: a SIGKILL from outside is a crash to Docker, so the target's
 //! restart policy applies (Docker's own kill counts as a manual stop).
+//! Prints `signalled PID` or `failed PID: why` for each PID.
+//!
+//! signal --signal NAME --pid PID [--pid PID ...]
 
 use crate::flag;
 
@@ -13,12 +16,24 @@ fn number(name: &str) -> Option<i32> {
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
-    let pid: i32 = flag(args, "--pid").and_then(|p| p.parse().ok()).ok_or("--pid PID is required")?;
     let name = flag(args, "--signal").unwrap_or_else(|| "KILL".into());
     let sig = number(&name).ok_or_else(|| format!("unknown signal {name}"))?;
-    // SAFETY: kill(2) with plain integers.
-    if unsafe { libc::kill(pid, sig) } != 0 {
-        return Err(format!("kill({pid}, {name}): {}", std::io::Error::last_os_error()));
+    let pids: Vec<&String> = args.windows(2).filter(|w| w[0] == "--pid").map(|w| &w[1]).collect();
+    if pids.is_empty() {
+        return Err("--pid PID is required".into());
+    }
+    for pid in pids {
+        match pid.parse::<i32>() {
+            Ok(p) if p > 1 => {
+                // SAFETY: kill(2) with plain integers.
+                if unsafe { libc::kill(p, sig) } == 0 {
+                    println!("signalled {pid}");
+                } else {
+                    println!("failed {pid}: kill({pid}, {name}): {}", std::io::Error::last_os_error());
+                }
+            }
+            _ => println!("failed {pid}: not a process id"),
+        }
     }
     Ok(())
 }

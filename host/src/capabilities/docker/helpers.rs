@@ -4,13 +4,14 @@
 //! the container is labelled with its expiry so a later start sweeps it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
-    RemoveContainerOptionsBuilder, StartContainerOptions, StopContainerOptionsBuilder, WaitContainerOptionsBuilder,
+    RemoveContainerOptionsBuilder, StartContainerOptions, StopContainerOptionsBuilder,
 };
 use faultline_plugin_runtime::capability::CapResult;
 use faultline_plugin_runtime::capability::docker::{HelperSpec, Namespace, StartedHelper};
@@ -22,6 +23,7 @@ use super::{CALL_TIMEOUT, capability_error, timed};
 use crate::store::now_ms;
 
 use super::images::{AGENT, scratch_image};
+use super::signals;
 
 /// Every helper carries this label; its value is the experiment-free owner tag.
 pub const HELPER_LABEL: &str = "faultline.helper";
@@ -32,14 +34,17 @@ const STOP_GRACE_SECONDS: i32 = 6;
 /// The agent's line saying its effect is in place.
 const READY: &str = "ready: ";
 
+/// Cheap to clone: a batch of signals is delivered from its own task.
+#[derive(Clone)]
 pub struct Helpers {
-    client: Docker,
-    image: OnceCell<String>,
+    pub(super) client: Docker,
+    image: Arc<OnceCell<String>>,
+    pub(super) signals: signals::Pending,
 }
 
 impl Helpers {
     pub fn new(client: Docker) -> Self {
-        Helpers { client, image: OnceCell::new() }
+        Helpers { client, image: Arc::new(OnceCell::new()), signals: Arc::default() }
     }
 
     /// The agent image, built on first use if this engine lacks it.
@@ -48,7 +53,7 @@ impl Helpers {
     }
 
     /// Creates a helper container (not yet started).
-    async fn create(&self, args: Vec<String>, ttl_seconds: u32, target: &str, host_config: HostConfig) -> CapResult<String> {
+    pub(super) async fn create(&self, args: Vec<String>, ttl_seconds: u32, target: &str, host_config: HostConfig) -> CapResult<String> {
         let image = self.image().await?;
         let expires = now_ms() / 1000 + i64::from(ttl_seconds);
         let mut cmd = vec!["--ttl".to_string(), ttl_seconds.to_string()];
@@ -71,40 +76,13 @@ impl Helpers {
     }
 
     /// Starts a created helper; removes it again if it cannot start.
-    async fn start(&self, id: &str) -> CapResult<()> {
+    pub(super) async fn start(&self, id: &str) -> CapResult<()> {
         let start = self.client.start_container(id, None::<StartContainerOptions>);
         if let Err(e) = timed("starting a helper", CALL_TIMEOUT, start).await {
             let _ = self.remove(id.to_string()).await;
             return Err(e);
         }
         Ok(())
-    }
-
-    /// Delivers a signal to a process of the engine's host, by its host PID,
-    /// from a short-lived helper in the host's PID namespace: a signal from
-    /// outside the container, as a crash or the kernel would send it. The
-    /// PID comes from Docker, never from a plugin.
-    pub async fn signal_host_pid(&self, container: &str, pid: u32, signal: &str) -> CapResult<()> {
-        let args = ["signal", "--pid", &pid.to_string(), "--signal", signal].map(String::from).to_vec();
-        let host_config = HostConfig { pid_mode: Some("host".into()), ..Default::default() };
-        let id = self.create(args, 30, container, host_config).await?;
-        self.start(&id).await?;
-        let options = WaitContainerOptionsBuilder::default().condition("not-running").build();
-        let waited = async {
-            let mut wait = std::pin::pin!(self.client.wait_container(&id, Some(options)));
-            match wait.next().await {
-                Some(Ok(r)) => Ok(r.status_code),
-                Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => Ok(code),
-                Some(Err(e)) => Err(e),
-                None => Ok(-1),
-            }
-        };
-        let exit = timed("waiting for a helper", CALL_TIMEOUT, waited).await;
-        let _ = self.remove(id).await;
-        match exit? {
-            0 => Ok(()),
-            code => Err(CapabilityError::Failed(format!("the agent could not send {signal} to pid {pid} (exit {code})"))),
-        }
     }
 
     /// Starts a helper in the target's namespaces and waits for its agent's
@@ -134,18 +112,7 @@ impl Helpers {
             ..Default::default()
         };
         let id = self.create(spec.args, spec.ttl_seconds, &target_id, host_config).await?;
-        // Attached before the start, so no output is missed, even from an
-        // agent that fails at once (its container is then removed by Docker).
-        let options = AttachContainerOptionsBuilder::default().stdout(true).stderr(true).stream(true).logs(true).build();
-        let attached = timed("attaching to a helper", CALL_TIMEOUT, self.client.attach_container(&id, Some(options))).await;
-        let output = match attached {
-            Ok(a) => a.output,
-            Err(e) => {
-                let _ = self.remove(id).await;
-                return Err(e);
-            }
-        };
-        self.start(&id).await?;
+        let output = self.attach_and_start(&id).await?;
         let ready = tokio::time::timeout(CALL_TIMEOUT, ready_line(output)).await.unwrap_or_else(|_| {
             Err(CapabilityError::Timeout(format!("the agent did not report ready within {CALL_TIMEOUT:?}")))
         });
@@ -156,6 +123,23 @@ impl Helpers {
                 Err(e)
             }
         }
+    }
+
+    /// Starts a created helper and returns its output stream, attached
+    /// before the start so that nothing is missed, even from an agent that
+    /// fails at once (and is then removed by Docker).
+    pub(super) async fn attach_and_start(&self, id: &str) -> CapResult<Output> {
+        let options = AttachContainerOptionsBuilder::default().stdout(true).stderr(true).stream(true).logs(true).build();
+        let attached = timed("attaching to a helper", CALL_TIMEOUT, self.client.attach_container(id, Some(options))).await;
+        let output = match attached {
+            Ok(a) => a.output,
+            Err(e) => {
+                let _ = self.remove(id.to_string()).await;
+                return Err(e);
+            }
+        };
+        self.start(id).await?;
+        Ok(output)
     }
 
     /// Stops a helper, giving its agent time to undo what it changed (a
@@ -200,9 +184,10 @@ impl Helpers {
 
 /// Reads an agent's output until its ready line; the rest of the line is
 /// the agent's report. An agent that ends first failed: its error output says why.
-async fn ready_line(
-    mut output: std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>,
-) -> CapResult<String> {
+/// A helper's standard output and error, as Docker streams them.
+pub(super) type Output = std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>;
+
+async fn ready_line(mut output: Output) -> CapResult<String> {
     let mut said = String::new();
     while let Some(chunk) = output.next().await {
         let chunk = chunk.map_err(super::capability_error)?;

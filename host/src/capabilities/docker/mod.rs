@@ -4,6 +4,7 @@
 
 mod convert;
 mod helpers;
+mod signals;
 pub mod images;
 
 use std::collections::HashMap;
