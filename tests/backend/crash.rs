@@ -78,3 +78,30 @@ async fn sigterm_rolls_back_before_the_host_exits() {
     assert_eq!((status["state"].as_str(), status["stop_reason"].as_str()), (Some("stopped"), Some("host shutdown")), "{status}");
     assert_eq!(status["targets"][0]["injection"], "reverted");
 }
+
+#[tokio::test]
+async fn a_network_fault_of_a_killed_host_undoes_itself_at_its_time_to_live() {
+    let mut system = DemoSystem::empty();
+    let api = system.run("api", &[], &[], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &["--ttl-margin-seconds", "2"]);
+    let started = host
+        .api
+        .post_json("/experiments/backend/start", &json!({"targets": [system.selector()], "fault_type": "network_delay", "intensity": 80,
+            "ramp": false, "phases": {"baseline_seconds": 0.3, "injecting_seconds": 5, "recovering_seconds": 0.3}}))
+        .await;
+    assert_eq!(started.status, 201, "{started:?}");
+    let id = started.body["id"].as_str().unwrap().to_string();
+    host.api.wait_status("backend", &id, 60, |s| s["targets"][0]["injection"] == "active").await;
+    host.kill9();
+    let injected = Instant::now();
+    assert!(!DemoSystem::network_state(&api).is_empty(), "the fault outlives the host");
+    assert!(system.measure_udp("api", 20).quantile(0.5) >= 80.0, "the delay outlives the host");
+
+    while !system.helpers_left().is_empty() {
+        assert!(injected.elapsed() < Duration::from_secs(30), "the helper outlived its time-to-live");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(DemoSystem::network_state(&api), Vec::<String>::new(), "the agent undid its rules when its time ran out");
+    assert!(system.measure_udp("api", 20).quantile(0.5) < 20.0, "no delay is left");
+}

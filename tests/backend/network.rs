@@ -176,3 +176,38 @@ async fn a_delayed_target_removed_mid_fault_still_ends_cleanly() {
     assert_nothing_left(&system, &survivor);
     assert_eq!(DemoSystem::network_state(&bystander), Vec::<String>::new(), "an untargeted container is untouched");
 }
+
+/// Downloads `bytes` from the demo service at `ip`; kilobits per second.
+async fn download_kbit(ip: &str, bytes: usize) -> f64 {
+    let started = std::time::Instant::now();
+    let body = reqwest::get(format!("http://{ip}:8080/bytes/{bytes}")).await.unwrap().bytes().await.unwrap();
+    assert_eq!(body.len(), bytes);
+    bytes as f64 * 8.0 / 1000.0 / started.elapsed().as_secs_f64()
+}
+
+#[tokio::test]
+async fn bandwidth_limit_caps_what_a_container_sends_and_ends_with_the_experiment() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let (system, api) = one_api();
+    let ip = docker(&["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", &api]);
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &[]);
+    let refused = host
+        .api
+        .post_json("/experiments/backend/start", &json!({"targets": [system.selector()], "fault_type": "bandwidth_limit", "duration": 5}))
+        .await;
+    assert_eq!((refused.status, refused.code()), (422, "missing_param"), "the rate is required: {refused:?}");
+
+    let id = start_active(&host, json!({"targets": [system.selector()], "fault_type": "bandwidth_limit", "params": {"rate_kbit": 4000},
+        "phases": phases(0.5, 60.0, 1.0)}))
+    .await;
+    let during = download_kbit(&ip, 1_000_000).await;
+    assert!((2800.0..=4400.0).contains(&during), "capped at 4000 kbit/s, a download ran at {during:.0} kbit/s");
+    assert!(mechanism_reported(&status(&host, &id).await).contains("rate"));
+
+    let stopped = host.api.post_json(&format!("/experiments/backend/stop?id={id}"), &json!({})).await;
+    assert_eq!(stopped.body["state"], "stopped", "{stopped:?}");
+    assert_nothing_left(&system, &api);
+    let after = download_kbit(&ip, 4_000_000).await;
+    assert!(after > 5.0 * 4000.0, "the cap ended with the experiment: {after:.0} kbit/s");
+}

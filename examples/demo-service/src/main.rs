@@ -1,6 +1,7 @@
 //! A tiny HTTP service for demo systems (web → api → db). `GET /` answers
 //! after asking its upstream, if it has one, so a fault in one tier shows up
-//! in the tiers above it. `GET /health` answers at once. The same port
+//! in the tiers above it. `GET /health` answers at once; `GET /bytes/N`
+//! sends N bytes (for measuring bandwidth). The same port
 //! echoes UDP datagrams, so another container can time round trips and
 //! count losses (`measure`).
 //!
@@ -51,6 +52,21 @@ fn respond(mut stream: TcpStream, status: &str, body: &str) {
     let _ = write!(stream, "HTTP/1.0 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}", body.len());
 }
 
+const MAX_BYTES: usize = 100_000_000;
+
+fn send_bytes(mut stream: TcpStream, n: usize) {
+    let _ = write!(stream, "HTTP/1.0 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {n}\r\n\r\n");
+    let chunk = [b'x'; 64 * 1024];
+    let mut left = n;
+    while left > 0 {
+        let size = left.min(chunk.len());
+        if stream.write_all(&chunk[..size]).is_err() {
+            return;
+        }
+        left -= size;
+    }
+}
+
 fn serve(stream: TcpStream, config: &Config) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let mut request_line = String::new();
@@ -69,6 +85,10 @@ fn serve(stream: TcpStream, config: &Config) {
         ("/", Some(upstream)) => match ask_upstream(upstream) {
             Ok(_) => respond(stream, "200 OK", &format!("{} ok via {upstream}\n", config.name)),
             Err(why) => respond(stream, "502 Bad Gateway", &format!("{}: {upstream} failed: {why}\n", config.name)),
+        },
+        (path, _) if path.starts_with("/bytes/") => match path["/bytes/".len()..].parse::<usize>() {
+            Ok(n) if n <= MAX_BYTES => send_bytes(stream, n),
+            _ => respond(stream, "400 Bad Request", "GET /bytes/N, N up to 100000000\n"),
         },
         _ => respond(stream, "404 Not Found", "not found\n"),
     }

@@ -11,7 +11,7 @@ use faultline_plugin_runtime::model::{Settings, Target};
 use faultline_plugin_runtime::{CallError, FaultInstance, LoadedPlugin};
 
 /// Calls in flight at once for one experiment.
-pub const LANES: usize = 10;
+pub const LANES: usize = 25;
 
 /// What a call returned (a new token for an injection), and how long it took.
 pub type Outcome = (Result<Option<String>, CallError>, Duration);
