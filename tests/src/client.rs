@@ -10,10 +10,11 @@ pub struct Api {
     http: reqwest::Client,
 }
 
-/// A response: status, content type and body (JSON when it parses).
+/// A response: status, headers, content type and body (JSON when it parses).
 #[derive(Debug)]
 pub struct Reply {
     pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
     pub content_type: String,
     pub text: String,
     pub body: Value,
@@ -47,10 +48,11 @@ impl Api {
     async fn send(req: reqwest::RequestBuilder) -> Reply {
         let resp = req.send().await.expect("the host answers");
         let status = resp.status().as_u16();
-        let content_type = resp.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        let headers = resp.headers().clone();
+        let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
         let text = resp.text().await.expect("a readable body");
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Reply { status, content_type, text, body }
+        Reply { status, headers, content_type, text, body }
     }
 
     pub async fn get(&self, path: &str) -> Reply {
@@ -63,6 +65,15 @@ impl Api {
 
     pub async fn post_json(&self, path: &str, body: &Value) -> Reply {
         Self::send(self.request(reqwest::Method::POST, path).json(body)).await
+    }
+
+    /// Posts JSON with extra headers.
+    pub async fn post_json_with(&self, path: &str, body: &Value, headers: &[(&str, &str)]) -> Reply {
+        let mut req = self.request(reqwest::Method::POST, path).json(body);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        Self::send(req).await
     }
 
     /// Sends a body as is, with the given content type.

@@ -37,6 +37,23 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// A JSON body and the SHA-256 of its canonical form (object keys sorted,
+/// no whitespace): a retry of a request and a different request look
+/// different only where their JSON differs.
+pub struct HashedJsonBody<T>(pub T, pub String);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for HashedJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        use sha2::Digest;
+        let JsonBody(mut value) = JsonBody::<serde_json::Value>::from_request(req, state).await?;
+        value.sort_all_objects();
+        let hash = hex::encode(sha2::Sha256::digest(value.to_string()));
+        serde_json::from_value(value).map(|body| HashedJsonBody(body, hash)).map_err(json_error)
+    }
+}
+
 /// Past the limit, how much more of a body is read and dropped, and for how
 /// long, before answering 413: a client still sending when the connection
 /// closes never sees the answer.

@@ -68,6 +68,10 @@ pub enum EngineError {
     NotFound(String),
     #[error("the host is shutting down")]
     Closed,
+    /// A running experiment already holds a fault of this kind (or one
+    /// its driver declares a conflict with) on some of the targets.
+    #[error("experiment `{experiment}` already runs {fault} on {}", targets.join(", "))]
+    Overlap { experiment: String, fault: String, targets: Vec<String> },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -77,6 +81,23 @@ struct Running {
     interrupt: Arc<Mutex<Option<Interrupt>>>,
     done: watch::Receiver<bool>,
     plugin: String,
+    /// The driver's fault name and the fault names it conflicts with.
+    fault: String,
+    conflicts_with: Vec<String>,
+    /// (id, name) of every target the experiment holds.
+    targets: Vec<(String, String)>,
+}
+
+impl Running {
+    /// Targets this experiment shares with a new one of `plugin` / `fault`
+    /// that conflicts with `conflicts_with`, if the two may not overlap.
+    fn overlap(&self, plugin: &str, fault: &str, conflicts_with: &[String], targets: &[(String, String)]) -> Vec<String> {
+        let clash = self.plugin == plugin || conflicts_with.contains(&self.fault) || self.conflicts_with.iter().any(|c| c == fault);
+        if !clash {
+            return vec![];
+        }
+        targets.iter().filter(|t| self.targets.iter().any(|mine| mine.0 == t.0)).map(|t| t.1.clone()).collect()
+    }
 }
 
 #[derive(Clone)]
@@ -131,8 +152,34 @@ impl Engine {
             return Err(EngineError::Closed);
         }
         let now = now_ms();
+        let id = uuid::Uuid::new_v4().to_string();
+        let cancel = CancellationToken::new();
+        let interrupt = Arc::new(Mutex::new(None));
+        let (done_tx, done) = watch::channel(false);
+        let targets: Vec<(String, String)> = plan.targets.iter().map(|t| (t.id.clone(), t.name.clone())).collect();
+        let conflicts_with = plugin.plugin.info().conflicts_with.clone();
+        // Checked and claimed under one lock: two starts at once cannot both pass.
+        {
+            let mut running = self.inner.running.lock().expect("running lock");
+            for (other, r) in running.iter() {
+                let shared = r.overlap(&plan.plugin, &plan.fault, &conflicts_with, &targets);
+                if !shared.is_empty() {
+                    return Err(EngineError::Overlap { experiment: other.clone(), fault: r.fault.clone(), targets: shared });
+                }
+            }
+            let entry = Running {
+                cancel: cancel.clone(),
+                interrupt: interrupt.clone(),
+                done,
+                plugin: plan.plugin.clone(),
+                fault: plan.fault.clone(),
+                conflicts_with,
+                targets,
+            };
+            running.insert(id.clone(), entry);
+        }
         let row = ExperimentRow {
-            id: uuid::Uuid::new_v4().to_string(),
+            id,
             platform: plan.platform.as_str().into(),
             fault_type: plan.fault_type.clone(),
             plugin: plan.plugin.clone(),
@@ -150,16 +197,14 @@ impl Engine {
             phase_started_at: now,
             ended_at: None,
         };
-        self.inner.store.insert_experiment(&row).await?;
-        self.inner.store.add_event(&row.id, "phase", "baseline").await?;
-
-        let cancel = CancellationToken::new();
-        let interrupt = Arc::new(Mutex::new(None));
-        let (done_tx, done) = watch::channel(false);
-        self.inner.running.lock().expect("running lock").insert(
-            row.id.clone(),
-            Running { cancel: cancel.clone(), interrupt: interrupt.clone(), done, plugin: plan.plugin.clone() },
-        );
+        let stored = async {
+            self.inner.store.insert_experiment(&row).await?;
+            self.inner.store.add_event(&row.id, "phase", "baseline").await
+        };
+        if let Err(e) = stored.await {
+            self.inner.running.lock().expect("running lock").remove(&row.id);
+            return Err(e.into());
+        }
         let run = run::Run::new(row.id.clone(), plan, plugin, platform, self.inner.store.clone(), self.inner.metrics.clone(), cancel, interrupt);
         let engine = self.clone();
         let id = row.id.clone();

@@ -2,6 +2,7 @@
 //! default; the SQL is kept portable so PostgreSQL can follow on the same code.
 
 mod experiments;
+mod idempotency;
 mod journal;
 mod keys;
 
@@ -13,6 +14,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::SqlitePool;
 
 pub use experiments::{EventRow, ExperimentRow, SampleRow};
+pub use idempotency::Claim;
 pub use journal::{InjectionRow, InjectionState};
 pub use keys::KeyRow;
 

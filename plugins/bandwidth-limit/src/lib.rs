@@ -3,7 +3,9 @@
 //! netem's rate where the kernel has netem). It takes no intensity: a lower
 //! rate is the harsher fault, the opposite of what ramps and the adaptive
 //! controller assume, so the rate is a parameter and holds for the whole
-//! injection.
+//! injection. Where the kernel has netem, the rate and a delay would both
+//! need the interface's root qdisc: it declares a conflict with
+//! `network_delay`.
 
 use faultline_sdk::helper;
 use faultline_sdk::{Fault, FaultError, FaultInfo, ParamKind, ParamSpec, Platform, Settings, Target};
@@ -27,7 +29,7 @@ impl Fault for BandwidthLimit {
                 kind: ParamKind::Number,
                 required: true,
             }],
-            conflicts_with: vec![],
+            conflicts_with: vec!["network_delay".into()],
         }
     }
 

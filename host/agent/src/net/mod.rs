@@ -3,11 +3,11 @@
 //! faultline-agent net [--delay-ms D [--jitter-ms J]] [--loss-percent P] [--rate-kbit R]
 //!
 //! The kernel decides the mechanism, and the ready line names it:
-//! - netem where the kernel has it: one root qdisc per interface does
-//!   delay, jitter, loss and rate, on egress.
-//! - otherwise (no `sch_netem`): delay and jitter through a userspace delay
-//!   line on an NFQUEUE (inbound packets), loss through an nftables random
-//!   drop (inbound), rate through tbf (egress).
+//! - delay, jitter and rate: netem where the kernel has it (one root qdisc
+//!   per interface, egress); otherwise (no `sch_netem`) a userspace delay
+//!   line on an NFQUEUE (inbound packets) and tbf (egress).
+//! - loss: always an nftables random drop (inbound), so a loss combines
+//!   with a delay whatever the kernel (two root qdiscs could not).
 //!
 //! Either way the added delay counts once per round trip, whether the
 //! target is the client or the server. Everything is undone when the agent
@@ -84,27 +84,29 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return Err("the target has no network interface besides loopback".into());
     }
     let names = links.iter().map(|l| l.name.as_str()).collect::<Vec<_>>().join(",");
+    let mut mechanisms = vec![];
 
-    match qdiscs.add(&links, "netem", tc::netem_options(&shape)) {
-        Ok(()) => {
-            lifecycle::ready(&format!("{} on {names} via netem (egress)", shape.describe()));
-            while !lifecycle::stopping() {
-                std::thread::sleep(Duration::from_millis(50));
+    // Delay and rate: netem where the kernel has it.
+    let mut netem = false;
+    if shape.delay_ms.is_some() || shape.rate_kbit.is_some() {
+        match qdiscs.add(&links, "netem", tc::netem_options(&shape)) {
+            Ok(()) => {
+                netem = true;
+                mechanisms.push("delay and rate through netem (egress)".to_string());
             }
-            return qdiscs.remove_all().map_err(failed("removing netem"));
+            // "Specified qdisc kind is unknown": this kernel has no netem.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => mechanisms.push("no netem in this kernel".to_string()),
+            Err(e) => return Err(format!("adding netem on {names}: {e}")),
         }
-        // "Specified qdisc kind is unknown": this kernel has no netem.
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-        Err(e) => return Err(format!("adding netem on {names}: {e}")),
     }
 
     // Names this agent's table and queue apart from another agent's in the same namespace.
     let id = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos() ^ d.as_secs() as u32);
-    let mut mechanisms = vec![];
     let mut queue = match shape.delay_ms {
-        Some(_) => Some(queue::Queue::bind(id).map_err(failed("binding a netfilter queue"))?),
-        None => None,
+        Some(_) if !netem => Some(queue::Queue::bind(id).map_err(failed("binding a netfilter queue"))?),
+        _ => None,
     };
+    // Loss always goes through nftables, so it combines with any delay.
     let rules = nft::Rules {
         loss: shape.loss_percent.map(|p| (p / 100.0 * f64::from(nft::LOSS_SCALE)).round() as u32),
         queue: queue.as_ref().map(|q| q.number),
@@ -119,12 +121,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if rules.loss.is_some() {
         mechanisms.push("loss through an nftables random drop (inbound)".to_string());
     }
-    if let Some(kbit) = shape.rate_kbit {
+    if let Some(kbit) = shape.rate_kbit.filter(|_| !netem) {
         qdiscs.add(&links, "tbf", tc::tbf_options(kbit)).map_err(failed("adding tbf"))?;
         mechanisms.push("rate through tbf (egress)".to_string());
     }
     let table_name = table.as_ref().map(|t| format!("; table inet {}", t.name)).unwrap_or_default();
-    lifecycle::ready(&format!("{} on {names}: no netem in this kernel, so {}{table_name}", shape.describe(), mechanisms.join(", ")));
+    lifecycle::ready(&format!("{} on {names}: {}{table_name}", shape.describe(), mechanisms.join(", ")));
 
     let shaped = match &mut queue {
         Some(queue) => {
@@ -140,6 +142,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     };
     let removed = table.map_or(Ok(()), |t| t.delete().map_err(failed("deleting the nftables table")));
-    let unshaped = qdiscs.remove_all().map_err(failed("removing tbf"));
+    let unshaped = qdiscs.remove_all().map_err(failed("removing a qdisc"));
     shaped.and(removed).and(unshaped)
 }

@@ -114,11 +114,10 @@ fn u32s(values: &[u32]) -> Vec<u8> {
 
 /// netem's options: `struct tc_netem_qopt` followed by attributes. Delay and
 /// jitter go in the 64-bit nanosecond attributes (Linux 4.15 and later), so
-/// no psched tick conversion is needed; loss is a fraction of u32::MAX.
+/// no psched tick conversion is needed. Loss is left to nftables.
 pub fn netem_options(shape: &Shape) -> Vec<u8> {
-    let loss = shape.loss_percent.map_or(0, |p| (p / 100.0 * f64::from(u32::MAX)) as u32);
     // latency, limit, loss, gap, duplicate, jitter
-    let mut options = u32s(&[0, NETEM_LIMIT, loss, 0, 0, 0]);
+    let mut options = u32s(&[0, NETEM_LIMIT, 0, 0, 0, 0]);
     let nanos = |ms: f64| ((ms * 1e6) as i64).to_ne_bytes().to_vec();
     let mut attributes = vec![];
     if let Some(delay) = shape.delay_ms {

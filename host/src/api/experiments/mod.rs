@@ -1,6 +1,7 @@
 //! `/experiments/{platform}/start|status|metrics|stop`: the same four routes
 //! for every platform.
 
+mod idempotency;
 mod request;
 mod view;
 
@@ -16,19 +17,22 @@ use serde_json::json;
 pub use request::StartRequest;
 pub use view::{Metrics, PlanSummary, Started, Status};
 
-use super::extract::{IdParam, JsonBody};
+use super::extract::{HashedJsonBody, IdParam, JsonBody};
 use super::{ApiError, AppState, Problem};
 use crate::auth::{Caller, Role};
 use crate::engine::{EngineError, Plan};
 use crate::plugins::PluginEntry;
 use crate::platforms::ResolveError;
-use crate::store::ExperimentRow;
+use crate::store::{Claim, ExperimentRow};
 
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
         match e {
             EngineError::NotFound(id) => ApiError::not_found("experiment_not_found", format!("no experiment with id `{id}`")),
             EngineError::Closed => ApiError::unavailable("shutting_down", "the host is shutting down and starts nothing new"),
+            EngineError::Overlap { ref experiment, ref fault, ref targets } => {
+                ApiError::new(StatusCode::CONFLICT, "target_busy", e.to_string()).with(json!({ "experiment": experiment, "fault": fault, "targets": targets }))
+            }
             EngineError::Store(e) => e.into(),
         }
     }
@@ -90,24 +94,66 @@ async fn prepare(
 
 /// Starts an experiment (engineer). Everything is checked before anything
 /// is injected; the experiment begins in its baseline phase. Backend answers
-/// include the dependency information.
-#[utoipa::path(post, path = "/experiments/{platform}/start", params(("platform" = String, Path, description = "backend, frontend or android")),
+/// include the dependency information. With an `Idempotency-Key`, a retry
+/// answers with the first request's experiment; a target already under the
+/// same kind of fault is a 409.
+#[utoipa::path(post, path = "/experiments/{platform}/start", params(("platform" = String, Path, description = "backend, frontend or android"),
+        ("Idempotency-Key" = Option<String>, Header, description = "a retry with the same key and body returns the first request's experiment")),
     request_body = StartRequest,
     responses((status = 201, body = Started), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
-        (status = 415, body = Problem), (status = 422, body = Problem), (status = 503, body = Problem)))]
+        (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem), (status = 503, body = Problem)))]
 pub async fn start(
     State(state): State<AppState>,
     caller: Caller,
     Path(platform_name): Path<String>,
-    JsonBody(request): JsonBody<StartRequest>,
+    headers: HeaderMap,
+    HashedJsonBody(request, body_hash): HashedJsonBody<StartRequest>,
 ) -> Result<(StatusCode, HeaderMap, Json<Started>), ApiError> {
     caller.require(Role::Engineer)?;
-    let (plan, entry, platform) = prepare(&state, &platform_name, &request).await?;
+    let Some(key) = idempotency::key(&headers)? else {
+        let (row, plan) = start_experiment(&state, &caller, &platform_name, &request).await?;
+        return Ok(started(&platform_name, &row, &plan, false));
+    };
+    let claim = state.store.claim_idempotency_key(&caller.key_id, &key, &platform_name, &body_hash, idempotency::TTL_MS).await?;
+    match claim {
+        Claim::New => {
+            let outcome = start_experiment(&state, &caller, &platform_name, &request).await;
+            let created = outcome.as_ref().ok().map(|(row, _)| row.id.as_str());
+            state.store.settle_idempotency_key(&caller.key_id, &key, created).await?;
+            let (row, plan) = outcome?;
+            Ok(started(&platform_name, &row, &plan, false))
+        }
+        Claim::Replay(id) => {
+            let row = experiment(&state, &platform_name, &id).await?;
+            let plan = view::plan_of(&row)?;
+            Ok(started(&platform_name, &row, &plan, true))
+        }
+        Claim::Mismatch => Err(idempotency::reused(&key)),
+        Claim::InFlight => Err(idempotency::in_flight(&key)),
+    }
+}
+
+async fn start_experiment(
+    state: &AppState,
+    caller: &Caller,
+    platform_name: &str,
+    request: &StartRequest,
+) -> Result<(ExperimentRow, Plan), ApiError> {
+    let (plan, entry, platform) = prepare(state, platform_name, request).await?;
     let row = state.engine.start(plan.clone(), entry, platform, &caller.name).await?;
+    Ok((row, plan))
+}
+
+/// The start answer: 201 with the status URL; a replay answers the same,
+/// marked `Idempotent-Replayed: true`.
+fn started(platform_name: &str, row: &ExperimentRow, plan: &Plan, replayed: bool) -> (StatusCode, HeaderMap, Json<Started>) {
     let mut headers = HeaderMap::new();
     let location = format!("/experiments/{platform_name}/status?id={}", row.id);
     headers.insert(header::LOCATION, HeaderValue::from_str(&location).expect("an ASCII path"));
-    Ok((StatusCode::CREATED, headers, Json(Started::new(&row, &plan))))
+    if replayed {
+        headers.insert(idempotency::REPLAYED, HeaderValue::from_static("true"));
+    }
+    (StatusCode::CREATED, headers, Json(Started::new(row, plan)))
 }
 
 /// What a start would do: the targets and how far a fault on them can
