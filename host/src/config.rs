@@ -73,6 +73,12 @@ pub struct ServeArgs {
     /// before it ends itself (helpers exit, rules expire), in seconds.
     #[arg(long, default_value_t = 60)]
     pub ttl_margin_seconds: u64,
+    /// A container (name or id) no experiment may touch, whatever its
+    /// selectors match; repeat for several. Containers labelled
+    /// faultline.protected=true, the host's own container and its Docker
+    /// connection are protected anyway.
+    #[arg(long = "protect", value_name = "CONTAINER")]
+    pub protect: Vec<String>,
     /// Also build a small demo system (web → api → db) and run one
     /// experiment on it through the API, printing its phases and score.
     #[arg(long)]
@@ -100,6 +106,8 @@ pub struct HostConfig {
     pub pooling: bool,
     pub limits: Limits,
     pub demo: bool,
+    /// Containers protected by the operator (`--protect`).
+    pub protect: Vec<String>,
 }
 
 impl HostConfig {
@@ -114,6 +122,7 @@ impl HostConfig {
             plugin_memory_limit: args.plugin_memory_mb << 20,
             pooling: args.pooling,
             demo: args.demo,
+            protect: args.protect.clone(),
             limits: Limits {
                 max_duration: Duration::from_secs(args.max_duration_seconds),
                 ttl_margin: Duration::from_secs(args.ttl_margin_seconds),

@@ -27,6 +27,7 @@ use crate::config::HostConfig;
 use crate::engine::{Engine, RecoveryReport};
 use crate::platforms::Platforms;
 use crate::platforms::backend::BackendPlatform;
+use crate::platforms::backend::protection::Protection;
 use crate::plugins::PluginRegistry;
 use crate::store::Store;
 use crate::telemetry::Metrics;
@@ -42,7 +43,7 @@ pub struct Host {
 /// Connects to what this machine offers: the Docker engine (honouring
 /// `DOCKER_HOST`) for the docker capability and the backend platform. A
 /// platform that cannot be reached is left out; its routes answer 503.
-pub async fn connect_platforms() -> (HostCapabilities, Platforms, Option<Arc<DockerEngine>>) {
+pub async fn connect_platforms(protect: Vec<String>) -> (HostCapabilities, Platforms, Option<Arc<DockerEngine>>) {
     let mut capabilities = HostCapabilities::default();
     let mut platforms = Platforms::default();
     let mut engine = None;
@@ -55,7 +56,7 @@ pub async fn connect_platforms() -> (HostCapabilities, Platforms, Option<Arc<Doc
             }
             let docker = Arc::new(docker);
             capabilities.docker = docker.clone();
-            platforms = platforms.with(Arc::new(BackendPlatform::new(docker.clone())));
+            platforms = platforms.with(Arc::new(BackendPlatform::new(docker.clone(), Protection::detect(protect))));
             engine = Some(docker);
         }
         Ok(Err(e)) => tracing::warn!("no Docker engine, the backend platform is off: {e}"),
@@ -102,7 +103,7 @@ pub async fn start_host(config: &HostConfig, mut capabilities: HostCapabilities,
 
 /// Serves until SIGINT or SIGTERM, then rolls back every running experiment.
 pub async fn serve(config: &HostConfig) -> anyhow::Result<()> {
-    let (capabilities, platforms, docker) = connect_platforms().await;
+    let (capabilities, platforms, docker) = connect_platforms(config.protect.clone()).await;
     let host = start_host(config, capabilities, platforms).await?;
     if let Some(key) = &host.bootstrap_key {
         println!("Created the first admin key (shown once; store it now):\n{key}");

@@ -109,3 +109,42 @@ async fn a_target_already_under_the_same_kind_of_fault_is_refused_naming_the_oth
     assert!(system.helpers_left().is_empty());
     assert_eq!(DemoSystem::network_state(&one), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn protected_containers_are_never_targets_and_the_answer_says_why() {
+    let mut system = DemoSystem::replicas(2, &[]);
+    let guarded = system.run("guarded", &[("faultline.protected", "true")], &[], &[]);
+    let (plain, named) = (system.names[0].clone(), system.names[1].clone());
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &["--protect", &named]);
+
+    // The selector matches all three; only the one nobody protected is hit.
+    let started = host
+        .api
+        .post_json(START, &json!({"targets": [system.selector()], "fault_type": "kill", "intensity": 100, "ramp": false,
+            "phases": {"baseline_seconds": 0.2, "injecting_seconds": 2, "recovering_seconds": 0.2}}))
+        .await;
+    assert_eq!(started.status, 201, "{started:?}");
+    assert_eq!(started.body["targets"], json!([plain]));
+    let excluded: Vec<(String, String)> = started.body["excluded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap().to_string(), e["reason"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(excluded.len(), 2, "{excluded:?}");
+    assert!(excluded.contains(&(guarded.clone(), "labelled faultline.protected=true".into())), "{excluded:?}");
+    assert!(excluded.contains(&(named.clone(), "protected by the operator (--protect)".into())), "{excluded:?}");
+    let id = started.body["id"].as_str().unwrap();
+    let ended = host.api.wait_status("backend", id, 60, |s| s["state"] != "running").await;
+    assert_eq!(ended["state"], "completed", "{ended}");
+    assert_eq!(ended["excluded"].as_array().unwrap().len(), 2, "the status keeps what was left out: {ended}");
+    assert!(!DemoSystem::running(&plain), "the unprotected container was killed");
+    assert!(DemoSystem::running(&guarded) && DemoSystem::running(&named), "the protected ones were not touched");
+
+    // A selector that matches only protected containers is refused.
+    let only = host.api.post_json(START, &json!({"targets": [guarded], "fault_type": "kill", "duration": 5})).await;
+    assert_eq!((only.status, only.code()), (422, "only_protected_targets"), "{only:?}");
+    assert_eq!(only.body["excluded"][0]["name"], json!(guarded));
+    assert!(DemoSystem::running(&guarded));
+}

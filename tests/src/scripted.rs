@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use faultline::platforms::{Observation, Platform, ResolveError};
+use faultline::platforms::{Observation, Platform, ResolveError, Resolved};
 use faultline_plugin_runtime::capability::log::{Level, LogSink};
 use faultline_plugin_runtime::model::{Platform as PlatformKind, Target};
 
@@ -98,14 +98,15 @@ impl Platform for ScriptedPlatform {
         PlatformKind::Backend
     }
 
-    async fn resolve(&self, selectors: &[String]) -> Result<Vec<Target>, ResolveError> {
+    async fn resolve(&self, selectors: &[String]) -> Result<Resolved, ResolveError> {
         if selectors.iter().any(|s| s.starts_with("missing")) {
             return Err(ResolveError::NoMatch(selectors.to_vec()));
         }
-        Ok(selectors
+        let targets = selectors
             .iter()
             .map(|s| Target { platform: PlatformKind::Backend, id: s.clone(), name: s.clone(), attributes: vec![] })
-            .collect())
+            .collect();
+        Ok(Resolved { targets, excluded: vec![] })
     }
 
     async fn observe(&self, targets: &[Target]) -> Observation {

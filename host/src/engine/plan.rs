@@ -5,7 +5,7 @@ use std::time::Duration;
 use faultline_plugin_runtime::model::{IntensityScope, ParamValue, Platform, Settings, Target};
 use serde::{Deserialize, Serialize};
 
-use crate::platforms::Impact;
+use crate::platforms::{Excluded, Impact};
 use crate::platforms::probes::Probe;
 
 /// Default share of the duration for baseline, injecting and recovering.
@@ -24,6 +24,9 @@ pub struct Plan {
     pub selectors: Vec<String>,
     /// Every target they matched when the experiment started.
     pub targets: Vec<Target>,
+    /// What they matched that is never a target, and why.
+    #[serde(default)]
+    pub excluded: Vec<Excluded>,
     pub intensity: Intensity,
     pub adaptive: bool,
     pub phases: PhaseLengths,

@@ -21,10 +21,27 @@ pub struct Observation {
     pub metrics: BTreeMap<String, f64>,
 }
 
+/// Something a selector matched that is never a target, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Excluded {
+    pub id: String,
+    pub name: String,
+    pub reason: String,
+}
+
+/// What a request's selectors come to: the targets, and what was left out.
+#[derive(Debug, Clone, Default)]
+pub struct Resolved {
+    pub targets: Vec<Target>,
+    pub excluded: Vec<Excluded>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
     #[error("no target matches {}", .0.join(", "))]
     NoMatch(Vec<String>),
+    #[error("everything {} matches is protected: {}", .0.join(", "), .1.iter().map(|e| format!("{} ({})", e.name, e.reason)).collect::<Vec<_>>().join("; "))]
+    OnlyProtected(Vec<String>, Vec<Excluded>),
     #[error("{0}")]
     Invalid(String),
     #[error("the platform is unavailable: {0}")]
@@ -39,7 +56,9 @@ pub trait Platform: Send + Sync {
     fn kind(&self) -> PlatformKind;
 
     /// Turns the request's selectors into every target they match.
-    async fn resolve(&self, selectors: &[String]) -> Result<Vec<Target>, ResolveError>;
+    /// The targets the selectors match, leaving out what must never be a
+    /// target (and saying so).
+    async fn resolve(&self, selectors: &[String]) -> Result<Resolved, ResolveError>;
 
     /// Observes the targets once. A target that is gone counts as unhealthy;
     /// observing never fails the experiment.

@@ -79,11 +79,14 @@ async fn prepare(
     let platform = state.platforms.get(platform_kind).ok_or_else(|| {
         ApiError::unavailable("platform_unavailable", format!("the {platform_name} platform is not configured on this host"))
     })?;
-    plan.targets = platform.resolve(&plan.selectors).await.map_err(|e| match e {
+    let resolved = platform.resolve(&plan.selectors).await.map_err(|e| match e {
         ResolveError::NoMatch(ref selectors) => ApiError::unprocessable("no_matching_target", e.to_string()).with(json!({ "selectors": selectors })),
+        ResolveError::OnlyProtected(ref selectors, ref excluded) => ApiError::unprocessable("only_protected_targets", e.to_string())
+            .with(json!({ "selectors": selectors, "excluded": excluded })),
         ResolveError::Invalid(_) => ApiError::unprocessable("invalid_target", e.to_string()),
         ResolveError::Unavailable(_) => ApiError::unavailable("platform_unavailable", e.to_string()),
     })?;
+    (plan.targets, plan.excluded) = (resolved.targets, resolved.excluded);
 
     plan.impact = platform.impact(&plan.targets).await;
 

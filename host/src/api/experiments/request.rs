@@ -97,6 +97,7 @@ impl StartRequest {
             plugin: plugin.into(),
             selectors: self.targets.iter().map(|t| t.trim().to_string()).collect(),
             targets: vec![],
+            excluded: vec![],
             intensity,
             adaptive: self.adaptive,
             sample_interval_ms: Plan::default_sample_interval(&phases),

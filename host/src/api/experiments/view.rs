@@ -7,7 +7,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::engine::Plan;
-use crate::platforms::Impact;
+use crate::platforms::{Excluded, Impact};
 use crate::store::{EventRow, ExperimentRow, InjectionRow, SampleRow, StoreError, now_ms};
 
 /// What an experiment will do: the fault, its level, its targets and how
@@ -27,6 +27,9 @@ pub struct PlanSummary {
     pub phases: Value,
     /// Every target the selectors matched.
     pub targets: Vec<String>,
+    /// What the selectors matched that is never a target (protected, the
+    /// host's own container or control channel, helpers), and why.
+    pub excluded: Vec<Excluded>,
     /// What the targets need, directly or transitively (backend).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dependencies: Option<Vec<String>>,
@@ -54,6 +57,7 @@ impl PlanSummary {
             duration_seconds: plan.phases.total_ms() as f64 / 1000.0,
             phases: serde_json::to_value(plan.phases).unwrap_or_default(),
             targets: plan.targets.iter().map(|t| t.name.clone()).collect(),
+            excluded: plan.excluded.clone(),
             dependencies: impact.map(|i| i.dependencies.clone()),
             dependents: impact.map(|i| i.dependents.clone()),
             blast_radius: impact.map(|i| i.blast_radius),
@@ -152,6 +156,8 @@ pub struct Status {
     /// Dependencies, blast radius and cascade depth, where the platform knows them.
     #[schema(value_type = Option<Object>)]
     pub impact: Option<Impact>,
+    /// What the selectors matched that is never a target, and why.
+    pub excluded: Vec<Excluded>,
     pub events: Vec<Event>,
 }
 
@@ -206,6 +212,7 @@ impl Status {
             stop_reason: row.stop_reason.clone(),
             created_by: row.created_by.clone(),
             impact: plan.impact.clone(),
+            excluded: plan.excluded.clone(),
             events: events.into_iter().map(|e| Event { at: e.at_ms, kind: e.kind, detail: e.detail }).collect(),
             id: row.id,
         })

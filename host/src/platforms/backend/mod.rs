@@ -3,6 +3,7 @@
 //! (`app=shop,tier=web`); each entry of `targets` adds what it matches.
 
 pub mod dependencies;
+pub mod protection;
 mod stats;
 
 use std::collections::{BTreeMap, HashMap};
@@ -16,17 +17,26 @@ use faultline_plugin_runtime::model::{CapabilityError, Platform as PlatformKind,
 use futures_util::future;
 
 use self::dependencies::{Impact, Node, impact, words};
-use super::{Observation, Platform, ResolveError};
+use self::protection::Protection;
+use super::{Excluded, Observation, Platform, ResolveError, Resolved};
 use crate::capabilities::docker::{DockerEngine, HELPER_LABEL};
 
 pub struct BackendPlatform {
     docker: Arc<DockerEngine>,
     stats: stats::StatsWatcher,
+    protection: Protection,
 }
 
 impl BackendPlatform {
-    pub fn new(docker: Arc<DockerEngine>) -> Self {
-        BackendPlatform { stats: stats::StatsWatcher::new(docker.client().clone()), docker }
+    pub fn new(docker: Arc<DockerEngine>, protection: Protection) -> Self {
+        BackendPlatform { stats: stats::StatsWatcher::new(docker.client().clone()), docker, protection }
+    }
+
+    /// A container's IP addresses, on every network.
+    async fn addresses(&self, id: &str) -> Vec<std::net::IpAddr> {
+        let Ok(c) = self.docker.client().inspect_container(id, None::<InspectContainerOptions>).await else { return vec![] };
+        let networks = c.network_settings.and_then(|n| n.networks).unwrap_or_default();
+        networks.values().filter_map(|e| e.ip_address.as_deref().and_then(|ip| ip.parse().ok())).collect()
     }
 
     /// Every running container but the host's helpers, as graph nodes.
@@ -98,8 +108,9 @@ impl Platform for BackendPlatform {
         PlatformKind::Backend
     }
 
-    /// Every running container any entry matches, in name order.
-    async fn resolve(&self, entries: &[String]) -> Result<Vec<Target>, ResolveError> {
+    /// Every running container any entry matches, in name order, but the
+    /// never-targets (see `protection`), which are listed with the reason.
+    async fn resolve(&self, entries: &[String]) -> Result<Resolved, ResolveError> {
         let mut found = BTreeMap::new();
         for entry in entries {
             let matches = self.docker.find(selectors(entry)?).await.map_err(|e| match e {
@@ -110,10 +121,19 @@ impl Platform for BackendPlatform {
                 found.entry(c.name.clone()).or_insert(c);
             }
         }
-        if found.is_empty() {
-            return Err(ResolveError::NoMatch(entries.to_vec()));
+        let mut resolved = Resolved::default();
+        for c in found.into_values() {
+            let addresses = if self.protection.needs_addresses() { self.addresses(&c.id).await } else { vec![] };
+            match self.protection.reason(&c, &addresses) {
+                Some(reason) => resolved.excluded.push(Excluded { id: c.id, name: c.name, reason }),
+                None => resolved.targets.push(target_of(c)),
+            }
         }
-        Ok(found.into_values().map(target_of).collect())
+        match (resolved.targets.is_empty(), resolved.excluded.is_empty()) {
+            (true, true) => Err(ResolveError::NoMatch(entries.to_vec())),
+            (true, false) => Err(ResolveError::OnlyProtected(entries.to_vec(), resolved.excluded)),
+            _ => Ok(resolved),
+        }
     }
 
     /// A target counts as healthy while it runs and its health check, if it
