@@ -68,7 +68,7 @@ async fn network_delay_adds_its_delay_to_round_trips_measured_from_another_conta
     let said = mechanism_reported(&status(&host, &id).await);
     assert!(said.contains("netem") || said.contains("NFQUEUE"), "the plugin says which mechanism it used: {said}");
 
-    let stopped = host.api.post_json(&format!("/experiments/backend/stop?id={id}"), &json!({})).await;
+    let stopped = host.api.stop("backend", &id).await;
     assert_eq!(stopped.body["state"], "stopped", "{stopped:?}");
     assert_nothing_left(&system, &api);
     let after = system.measure_udp("api", 100);
@@ -117,7 +117,7 @@ async fn packet_loss_drops_its_share_counted_by_a_probe_and_ends_with_the_experi
     let said = mechanism_reported(&status(&host, &id).await);
     assert!(said.contains("loss"), "{said}");
 
-    let stopped = host.api.post_json(&format!("/experiments/backend/stop?id={id}"), &json!({})).await;
+    let stopped = host.api.stop("backend", &id).await;
     assert_eq!(stopped.body["state"], "stopped", "{stopped:?}");
     assert_nothing_left(&system, &api);
     let after = system.measure_udp("api", 200);
@@ -128,7 +128,7 @@ async fn packet_loss_drops_its_share_counted_by_a_probe_and_ends_with_the_experi
 async fn adaptive_delay_climbs_until_a_latency_probe_fails_then_backs_off() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let (system, api) = one_api();
-    let ip = docker(&["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", &api]);
+    let ip = DemoSystem::ip(&api);
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
     // A TCP connect takes one round trip: it fails the probe from 250 ms of delay on.
@@ -189,7 +189,7 @@ async fn download_kbit(ip: &str, bytes: usize) -> f64 {
 async fn bandwidth_limit_caps_what_a_container_sends_and_ends_with_the_experiment() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let (system, api) = one_api();
-    let ip = docker(&["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", &api]);
+    let ip = DemoSystem::ip(&api);
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
     let refused = host
@@ -205,7 +205,7 @@ async fn bandwidth_limit_caps_what_a_container_sends_and_ends_with_the_experimen
     assert!((2800.0..=4400.0).contains(&during), "capped at 4000 kbit/s, a download ran at {during:.0} kbit/s");
     assert!(mechanism_reported(&status(&host, &id).await).contains("rate"));
 
-    let stopped = host.api.post_json(&format!("/experiments/backend/stop?id={id}"), &json!({})).await;
+    let stopped = host.api.stop("backend", &id).await;
     assert_eq!(stopped.body["state"], "stopped", "{stopped:?}");
     assert_nothing_left(&system, &api);
     let after = download_kbit(&ip, 4_000_000).await;

@@ -1,14 +1,13 @@
 //! Probes against a real container: availability and latency are measured
 //! at every reading, count in health, and show in the metrics.
 
-use faultline_tests::docker::docker;
 use faultline_tests::{DemoSystem, HostProcess};
 use serde_json::json;
 
 #[tokio::test]
 async fn probes_measure_availability_and_latency_and_count_in_health() {
     let system = DemoSystem::replicas(1, &[]);
-    let ip = docker(&["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", &system.names[0]]);
+    let ip = DemoSystem::ip(&system.names[0]);
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
     let started = host

@@ -44,7 +44,7 @@ async fn a_retried_start_returns_the_first_experiment_and_injects_once() {
     }
     assert_eq!(system.helpers_left().len(), 1, "refused requests injected nothing");
 
-    let stopped = host.api.post_json(&format!("/experiments/backend/stop?id={id}"), &json!({})).await;
+    let stopped = host.api.stop("backend", &id).await;
     assert_eq!(stopped.body["state"], "stopped", "{stopped:?}");
     assert!(system.helpers_left().is_empty());
 
@@ -58,7 +58,7 @@ async fn a_retried_start_returns_the_first_experiment_and_injects_once() {
     assert_eq!(corrected.status, 201, "{corrected:?}");
     assert_ne!(corrected.body["id"], json!(id), "a new experiment");
     let id = corrected.body["id"].as_str().unwrap();
-    host.api.post_json(&format!("/experiments/backend/stop?id={id}"), &json!({})).await;
+    host.api.stop("backend", id).await;
     assert!(system.helpers_left().is_empty());
 }
 
@@ -100,11 +100,11 @@ async fn a_target_already_under_the_same_kind_of_fault_is_refused_naming_the_oth
     let tables = DemoSystem::network_state(&one);
     assert_eq!(tables.len(), 2, "the delay's and the loss's own tables on {one}: {tables:?}");
 
-    host.api.post_json(&format!("/experiments/backend/stop?id={first_id}"), &json!({})).await;
+    host.api.stop("backend", &first_id).await;
     let after = host.api.post_json(START, &network("bandwidth_limit", &two, json!({"params": {"rate_kbit": 1000}}))).await;
     assert_eq!(after.status, 201, "free again once the other experiment ended: {after:?}");
     for id in [loss.body["id"].as_str().unwrap(), after.body["id"].as_str().unwrap()] {
-        host.api.post_json(&format!("/experiments/backend/stop?id={id}"), &json!({})).await;
+        host.api.stop("backend", id).await;
     }
     assert!(system.helpers_left().is_empty());
     assert_eq!(DemoSystem::network_state(&one), Vec::<String>::new());

@@ -107,7 +107,7 @@ async fn start(host: &HostProcess, request: Value) -> String {
 /// Stops an experiment; milliseconds from the request until `reverted` holds.
 async fn stop(host: &HostProcess, id: &str, reverted: impl FnMut() -> bool) -> i64 {
     let asked = now_ms();
-    let stopped = host.api.post_json(&format!("/experiments/backend/stop?id={id}"), &json!({})).await;
+    let stopped = host.api.stop("backend", id).await;
     assert_eq!(stopped.status, 200, "{stopped:?}");
     until(asked, "the revert", reverted)
 }
@@ -148,7 +148,7 @@ async fn delay(host: &HostProcess, system: &DemoSystem) -> Row {
     let ips: Vec<String> = system
         .names
         .iter()
-        .map(|c| docker(&["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", c]))
+        .map(|c| DemoSystem::ip(c))
         .collect();
     let ips = &ips[..];
     let id = start(host, json!({"targets": [system.selector()], "fault_type": "network_delay", "intensity": DELAY_MS, "ramp": false,
@@ -199,7 +199,7 @@ async fn accuracy(host: &HostProcess) -> Vec<(f64, f64, f64)> {
         host.api.wait_status("backend", &id, 60, |s| s["targets"][0]["injection"] == "active").await;
         let during = system.measure_udp("api", 200);
         rows.push((requested, during.quantile(0.5) - base.quantile(0.5), during.quantile(0.95) - base.quantile(0.95)));
-        host.api.post_json(&format!("/experiments/backend/stop?id={id}"), &json!({})).await;
+        host.api.stop("backend", &id).await;
     }
     rows
 }

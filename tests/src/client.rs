@@ -82,6 +82,11 @@ impl Api {
         Self::send(self.request(method, path).header(CONTENT_TYPE, content_type).body(body)).await
     }
 
+    /// Stops an experiment; the answer comes once it is rolled back.
+    pub async fn stop(&self, platform: &str, id: &str) -> Reply {
+        self.post_json(&format!("/experiments/{platform}/stop?id={id}"), &Value::Object(Default::default())).await
+    }
+
     /// Polls an experiment's status until `done` holds, or panics after `secs`.
     pub async fn wait_status(&self, platform: &str, id: &str, secs: u64, mut done: impl FnMut(&Value) -> bool) -> Value {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);

@@ -141,6 +141,11 @@ impl DemoSystem {
         docker(&["inspect", "-f", "{{.State.Running}}", name]) == "true"
     }
 
+    /// A container's IP address (on its one network).
+    pub fn ip(name: &str) -> String {
+        docker(&["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name])
+    }
+
     pub fn restart_count(name: &str) -> u32 {
         docker(&["inspect", "-f", "{{.RestartCount}}", name]).parse().unwrap()
     }
