@@ -131,3 +131,29 @@ async fn every_example_request_file_passes_every_check_of_a_start() {
     }
     assert!(checked >= 3, "found {checked} example requests");
 }
+
+#[tokio::test]
+async fn network_fault_settings_out_of_range_are_refused_before_anything_is_injected() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    let cases = [
+        (json!({"fault_type": "network_delay", "intensity": 0}), "intensity_out_of_range"),
+        (json!({"fault_type": "latency", "intensity": 20_000}), "intensity_out_of_range"),
+        (json!({"fault_type": "network_delay", "params": {"jitter_ms": -5}}), "invalid_settings"),
+        (json!({"fault_type": "latency", "params": {"jitter_ms": 90_000}}), "invalid_settings"),
+        (json!({"fault_type": "network_delay", "params": {"jitter_ms": "lots"}}), "invalid_param"),
+        (json!({"fault_type": "packet_loss", "intensity": 101}), "intensity_out_of_range"),
+        (json!({"fault_type": "packet_loss", "intensity": 0}), "intensity_out_of_range"),
+        (json!({"fault_type": "bandwidth_limit", "intensity": null}), "missing_param"),
+        (json!({"fault_type": "bandwidth_limit", "intensity": null, "params": {"rate_kbit": 1}}), "invalid_settings"),
+        (json!({"fault_type": "bandwidth_limit", "intensity": 5, "params": {"rate_kbit": 1000}}), "intensity_not_supported"),
+        (json!({"fault_type": "bandwidth_limit", "intensity": null, "adaptive": true, "params": {"rate_kbit": 1000}}), "adaptive_not_supported"),
+    ];
+    for (overrides, code) in cases {
+        let reply = host.api.post_json("/experiments/backend/start", &start_body(overrides.clone())).await;
+        assert_eq!((reply.status, reply.code()), (422, code), "{overrides} → {}", reply.text);
+    }
+    assert!(host.log.records().is_empty(), "a refused start must not call inject: {:?}", host.log.records());
+    let counts = host.state.store.count_experiments_by_state().await.unwrap();
+    assert!(counts.is_empty(), "a refused start must not record an experiment: {counts:?}");
+}
