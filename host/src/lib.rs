@@ -29,7 +29,7 @@ use crate::platforms::Platforms;
 use crate::platforms::backend::BackendPlatform;
 use crate::platforms::backend::protection::Protection;
 use crate::plugins::PluginRegistry;
-use crate::store::Store;
+use crate::store::{AuditRow, Store};
 use crate::telemetry::Metrics;
 
 /// A host ready to serve: everything is loaded and the journal recovered.
@@ -86,19 +86,39 @@ pub async fn start_host(config: &HostConfig, mut capabilities: HostCapabilities,
     let plugins = Arc::new(PluginRegistry::new(runtime, config.plugins_dir.clone(), config.grants.clone()));
     plugins.load_builtins(builtin::BUILTINS).await?;
     // Failures are logged by the registry; a bad file must not stop the host.
-    plugins.load_directory().await;
+    let failures = plugins.load_directory().await;
+    audit_plugin_loads(&store, &plugins, &failures).await?;
 
     let engine = Engine::new(store.clone(), plugins.clone(), metrics.clone());
     let recovery = engine.recover().await?;
+    if let Some(halt) = engine.load_emergency_stop().await? {
+        tracing::warn!(by = %halt.engaged_by, "an emergency stop is in force: no experiment starts until an admin lifts it");
+    }
 
     let bootstrap_key = if store.count_keys().await? == 0 {
-        Some(mint_key(&store, "bootstrap-admin", Role::Admin, None).await?.secret)
+        let minted = mint_key(&store, "bootstrap-admin", Role::Admin, None).await?;
+        store.record_audit(&AuditRow::by_host("host", "api_key.create", &minted.row.name, "succeeded", None)).await?;
+        Some(minted.secret)
     } else {
         None
     };
 
     let state = AppState { store, engine, plugins, platforms, metrics, limits: config.limits.clone() };
     Ok(Host { state, recovery, bootstrap_key })
+}
+
+/// Records in the audit trail what this start loaded, and what it could not.
+async fn audit_plugin_loads(store: &Store, plugins: &PluginRegistry, failures: &[(String, plugins::RegistryError)]) -> anyhow::Result<()> {
+    for entry in plugins.list() {
+        let detail = serde_json::json!({ "source": entry.source, "fault": entry.plugin.info().name, "digest": entry.plugin.digest() });
+        let row = AuditRow::by_host("host", "plugin.load", entry.plugin.name(), "succeeded", Some(detail.to_string()));
+        store.record_audit(&row).await?;
+    }
+    for (name, error) in failures {
+        let detail = serde_json::json!({ "source": "directory", "detail": error.to_string() });
+        store.record_audit(&AuditRow::by_host("host", "plugin.load", name, "failed", Some(detail.to_string()))).await?;
+    }
+    Ok(())
 }
 
 /// Serves until SIGINT or SIGTERM, then rolls back every running experiment.
@@ -120,12 +140,15 @@ pub async fn serve(config: &HostConfig) -> anyhow::Result<()> {
             Some(client) => {
                 // A key for the demo alone, revoked when it is done.
                 let key = mint_key(&store, "demo", Role::Engineer, Some("demo")).await?;
+                store.record_audit(&AuditRow::by_host("host", "api_key.create", "demo", "succeeded", None)).await?;
                 let (client, base) = (client.clone(), format!("http://{address}"));
                 tokio::spawn(async move {
                     if let Err(e) = demo::run(client, base, key.secret).await {
                         println!("demo: failed: {e:#}");
                     }
-                    let _ = store.revoke_key(&key.row.id).await;
+                    if store.revoke_key(&key.row.id).await.is_ok() {
+                        let _ = store.record_audit(&AuditRow::by_host("host", "api_key.revoke", "demo", "succeeded", None)).await;
+                    }
                 });
             }
             None => println!("demo: needs a Docker engine, and none answered"),

@@ -1,7 +1,7 @@
 use clap::Parser;
 use faultline::auth::{Role, mint_key};
 use faultline::config::{Cli, Command, HostConfig, KeysCommand, ServeArgs};
-use faultline::store::Store;
+use faultline::store::{AuditRow, Store};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -16,6 +16,8 @@ async fn main() -> anyhow::Result<()> {
             std::fs::create_dir_all(&cli.data_dir)?;
             let store = Store::open_sqlite(&cli.data_dir.join("faultline.db")).await?;
             let key = mint_key(&store, &name, role, Some("cli")).await?;
+            let detail = serde_json::json!({ "id": key.row.id, "role": role.as_str() }).to_string();
+            store.record_audit(&AuditRow::by_host("cli", "api_key.create", &name, "succeeded", Some(detail))).await?;
             println!("{}", key.secret);
             Ok(())
         }

@@ -47,6 +47,17 @@ async fn start_requests_with_bad_meaning_are_refused_before_anything_is_injected
         (json!({"probes": [{"type": "http", "url": "http://svc/", "timeout_ms": 100, "max_latency_ms": 500}]}), 422, "invalid_probe"),
         (json!({"probes": [{"type": "udp", "address": "svc:53"}]}), 422, "invalid_field"),
         (json!({"probes": [{"type": "tcp", "address": "svc:80", "retries": 3}]}), 422, "unknown_field"),
+        (json!({"guardrails": {"max_targets": 0}}), 422, "invalid_guardrail"),
+        (json!({"guardrails": {"max_targets": -1}}), 422, "invalid_field"),
+        (json!({"guardrails": {"max_blast_radius": 1}}), 422, "guardrail_not_supported"),
+        (json!({"guardrails": {"abort_when": [{"metric": "success_rate", "below": 0.5}]}}), 422, "invalid_guardrail"),
+        (json!({"guardrails": {"abort_when": [{"metric": "health", "below": 1.5}]}}), 422, "invalid_guardrail"),
+        (json!({"guardrails": {"abort_when": [{"metric": "health", "above": 0.5}]}}), 422, "invalid_guardrail"),
+        (json!({"guardrails": {"abort_when": [{"metric": "health", "below": 0.5, "for_seconds": 60}]}}), 422, "invalid_guardrail"),
+        (json!({"guardrails": {"abort_when": [{"metric": "errors", "below": 0.5}]}}), 422, "invalid_field"),
+        (json!({"guardrails": {"abort_when": [{"metric": "health", "below": 0.5, "window": 3}]}}), 422, "unknown_field"),
+        (json!({"probes": [{"type": "tcp", "address": "svc:80"}], "guardrails": {"abort_when": [{"metric": "latency_ms", "above": 100, "probe": 1}]}}), 422, "invalid_guardrail"),
+        (json!({"guardrails": {"max_targets": 1, "stop_if": "bad"}}), 422, "unknown_field"),
     ];
     for (overrides, status, code) in cases {
         let body = start_body(overrides.clone());
@@ -156,4 +167,30 @@ async fn network_fault_settings_out_of_range_are_refused_before_anything_is_inje
     assert!(host.log.records().is_empty(), "a refused start must not call inject: {:?}", host.log.records());
     let counts = host.state.store.count_experiments_by_state().await.unwrap();
     assert!(counts.is_empty(), "a refused start must not record an experiment: {counts:?}");
+}
+
+#[tokio::test]
+async fn emergency_stop_bodies_are_checked_and_engaging_twice_keeps_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    let path = "/emergency-stop";
+    let long = host.api.post_json(path, &json!({"reason": "x".repeat(501)})).await;
+    assert_eq!((long.status, long.code()), (422, "invalid_reason"));
+    let unknown = host.api.post_json(path, &json!({"why": "drill"})).await;
+    assert_eq!((unknown.status, unknown.code()), (422, "unknown_field"));
+    let text = host.api.send_raw("POST", path, "text/plain", b"drill".to_vec()).await;
+    assert_eq!((text.status, text.code()), (415, "unsupported_media_type"));
+    let broken = host.api.send_raw("POST", path, "application/json", b"{".to_vec()).await;
+    assert_eq!((broken.status, broken.code()), (400, "malformed_json"));
+    assert_eq!(host.api.get(path).await.body["engaged"], false, "refused requests engaged nothing");
+
+    // No body at all is fine: the button needs no form.
+    let running = host.start_experiment(start_body(json!({"duration": 30}))).await;
+    let first = host.api.post_empty(path).await;
+    assert_eq!((first.status, &first.body["halted"]), (200, &json!([running])), "{first:?}");
+    let second = host.api.post_json(path, &json!({"reason": "again"})).await;
+    assert_eq!(second.status, 200);
+    assert_eq!((&second.body["engaged_at"], &second.body["reason"], &second.body["halted"]), (&first.body["engaged_at"], &Value::Null, &json!([])));
+    assert_eq!(host.api.delete(path).await.status, 200);
+    assert_eq!(host.api.get(path).await.body["engaged"], false);
 }

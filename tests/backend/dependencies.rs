@@ -5,34 +5,13 @@
 use faultline_tests::{DemoSystem, HostProcess};
 use serde_json::{Value, json};
 
-fn three_tier() -> DemoSystem {
-    let mut system = DemoSystem::empty();
-    let project = system.id.clone();
-    let compose = |service: &str, depends_on: &str| {
-        vec![
-            ("com.docker.compose.project".to_string(), project.clone()),
-            ("com.docker.compose.service".to_string(), service.to_string()),
-            ("com.docker.compose.depends_on".to_string(), depends_on.to_string()),
-        ]
-    };
-    let labels = |l: &Vec<(String, String)>| l.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>();
-    for (name, depends_on, upstream) in [("db", "", None), ("api", "db:service_started:false", Some("db:8080")), ("web", "api:service_started:false", Some("api:8080"))] {
-        let l = labels(&compose(name, depends_on));
-        let refs: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let args: Vec<&str> = upstream.map(|u| vec!["--upstream", u]).unwrap_or_default();
-        system.run(name, &refs, &[], &args);
-    }
-    system.run("loner", &[], &[], &[]);
-    system
-}
-
 fn names(v: &Value) -> Vec<String> {
     v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
 }
 
 #[tokio::test]
 async fn preview_computes_blast_radius_and_cascade_depth_of_a_known_graph_without_injecting() {
-    let system = three_tier();
+    let system = DemoSystem::three_tier();
     let full = |n: &str| format!("{}-{n}", system.id);
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
@@ -61,7 +40,7 @@ async fn preview_computes_blast_radius_and_cascade_depth_of_a_known_graph_withou
 
 #[tokio::test]
 async fn the_start_response_carries_the_dependency_information() {
-    let system = three_tier();
+    let system = DemoSystem::three_tier();
     let full = |n: &str| format!("{}-{n}", system.id);
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);

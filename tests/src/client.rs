@@ -67,6 +67,11 @@ impl Api {
         Self::send(self.request(reqwest::Method::POST, path).json(body)).await
     }
 
+    /// Posts with no body at all.
+    pub async fn post_empty(&self, path: &str) -> Reply {
+        Self::send(self.request(reqwest::Method::POST, path)).await
+    }
+
     /// Posts JSON with extra headers.
     pub async fn post_json_with(&self, path: &str, body: &Value, headers: &[(&str, &str)]) -> Reply {
         let mut req = self.request(reqwest::Method::POST, path).json(body);

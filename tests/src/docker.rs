@@ -131,6 +131,25 @@ impl DemoSystem {
         system
     }
 
+    /// web → api → db, wired by compose labels and upstream arguments on
+    /// one network, beside a `loner` that depends on nothing: a fault on db
+    /// has blast radius 2 and cascade depth 2.
+    pub fn three_tier() -> DemoSystem {
+        let mut system = DemoSystem::empty();
+        let project = system.id.clone();
+        for (name, depends_on, upstream) in [("db", "", None), ("api", "db:service_started:false", Some("db:8080")), ("web", "api:service_started:false", Some("api:8080"))] {
+            let labels = [
+                ("com.docker.compose.project", project.as_str()),
+                ("com.docker.compose.service", name),
+                ("com.docker.compose.depends_on", depends_on),
+            ];
+            let args: Vec<&str> = upstream.map(|u| vec!["--upstream", u]).unwrap_or_default();
+            system.run(name, &labels, &[], &args);
+        }
+        system.run("loner", &[], &[], &[]);
+        system
+    }
+
     /// The selector matching every container of this system.
     pub fn selector(&self) -> String {
         format!("app={}", self.id)

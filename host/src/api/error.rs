@@ -79,8 +79,16 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// The code and text of a problem, kept on its response for the audit trail.
+#[derive(Debug, Clone)]
+pub struct ProblemNote {
+    pub code: &'static str,
+    pub detail: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let note = ProblemNote { code: self.code, detail: self.detail.clone() };
         let problem = Problem {
             kind: format!("urn:faultline:problem:{}", self.code),
             title: self.status.canonical_reason().unwrap_or("Error").to_string(),
@@ -91,6 +99,7 @@ impl IntoResponse for ApiError {
         };
         let mut response = (self.status, Json(problem)).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        response.extensions_mut().insert(note);
         response
     }
 }

@@ -37,6 +37,24 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// A JSON body that may be left out: no body at all is `None`; anything
+/// else is read as `JsonBody` would.
+pub struct OptionalJsonBody<T>(pub Option<T>);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for OptionalJsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if req.headers().contains_key(CONTENT_TYPE) {
+            return JsonBody::from_request(req, state).await.map(|JsonBody(body)| OptionalJsonBody(Some(body)));
+        }
+        if !body_bytes(req, MAX_JSON_BYTES).await?.is_empty() {
+            return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", "send the body as application/json"));
+        }
+        Ok(OptionalJsonBody(None))
+    }
+}
+
 /// A JSON body and the SHA-256 of its canonical form (object keys sorted,
 /// no whitespace): a retry of a request and a different request look
 /// different only where their JSON differs.

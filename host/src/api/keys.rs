@@ -1,9 +1,10 @@
-use axum::Json;
+use axum::{Extension, Json};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::audit::AuditNote;
 use super::extract::JsonBody;
 use super::{ApiError, AppState, Problem};
 use crate::auth::{Caller, Role, mint_key};
@@ -60,7 +61,7 @@ pub async fn create_key(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<CreateKey>,
-) -> Result<(StatusCode, Json<CreatedKey>), ApiError> {
+) -> Result<(StatusCode, Extension<AuditNote>, Json<CreatedKey>), ApiError> {
     caller.require(Role::Admin)?;
     let name = body.name.trim();
     if name.is_empty() || name.chars().count() > 64 {
@@ -71,7 +72,8 @@ pub async fn create_key(
     })?;
     let minted = mint_key(&state.store, name, role, Some(&caller.name)).await?;
     tracing::info!(key = %minted.row.id, name, role = role.as_str(), by = %caller.name, "API key created");
-    Ok((StatusCode::CREATED, Json(CreatedKey { info: minted.row.into(), key: minted.secret })))
+    let note = AuditNote { subject: Some(minted.row.name.clone()), detail: Some(serde_json::json!({ "id": minted.row.id, "role": role.as_str() })) };
+    Ok((StatusCode::CREATED, Extension(note), Json(CreatedKey { info: minted.row.into(), key: minted.secret })))
 }
 
 /// Lists API keys, without the keys themselves (admin).

@@ -1,6 +1,8 @@
 //! The REST API: one module per resource, one handler per route, errors as
 //! problem+json. The OpenAPI document is collected from the handlers.
 
+mod audit;
+mod emergency;
 mod error;
 mod experiments;
 mod extract;
@@ -98,9 +100,13 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(experiments::metrics))
         .routes(routes!(experiments::stop))
         .routes(routes!(telemetry::prometheus))
+        .routes(routes!(emergency::status, emergency::engage, emergency::lift))
+        .routes(routes!(audit::list))
         .split_for_parts();
     let openapi = Arc::new(openapi);
     router
+        // A route layer: it runs after routing, so it knows the matched route.
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), audit::record))
         .route("/openapi.json", axum::routing::get(move |caller: crate::auth::Caller| telemetry::openapi(caller, openapi.clone())))
         .fallback(|| async { ApiError::not_found("no_such_route", "no route matches this path") })
         .method_not_allowed_fallback(|| async {

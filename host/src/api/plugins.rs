@@ -1,4 +1,4 @@
-use axum::Json;
+use axum::{Extension, Json};
 use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use faultline_plugin_runtime::LoadError;
@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
+use super::audit::AuditNote;
 use super::extract::body_bytes;
 use super::{ApiError, AppState, MAX_BODY_BYTES, Problem};
 use crate::auth::{Caller, Role};
@@ -75,7 +76,7 @@ pub async fn get_plugin(State(state): State<AppState>, caller: Caller, Path(name
     Ok(Json(PluginInfo::from(entry.as_ref())))
 }
 
-async fn install(state: &AppState, caller: &Caller, name: &str, req: Request, replace: bool) -> Result<(StatusCode, Json<PluginInfo>), ApiError> {
+async fn install(state: &AppState, caller: &Caller, name: &str, req: Request, replace: bool) -> Result<(StatusCode, Extension<AuditNote>, Json<PluginInfo>), ApiError> {
     // Read before refusing a known key, so its client can read the refusal.
     let bytes = body_bytes(req, MAX_BODY_BYTES).await?;
     caller.require(Role::Admin)?;
@@ -86,7 +87,10 @@ async fn install(state: &AppState, caller: &Caller, name: &str, req: Request, re
     let entry = state.plugins.install(name, &bytes, replace).await?;
     tracing::info!(plugin = name, fault = %entry.plugin.info().name, by = %caller.name, replaced = existed, "plugin loaded");
     let status = if existed { StatusCode::OK } else { StatusCode::CREATED };
-    Ok((status, Json(PluginInfo::from(entry.as_ref()))))
+    let info = entry.plugin.info();
+    let detail = json!({ "fault": info.name, "digest": entry.plugin.digest(), "bytes": bytes.len(), "replaced": existed });
+    let note = AuditNote { subject: Some(name.into()), detail: Some(detail) };
+    Ok((status, Extension(note), Json(PluginInfo::from(entry.as_ref()))))
 }
 
 /// Loads a new plugin from the component in the body (admin). It is
@@ -99,7 +103,7 @@ pub async fn create_plugin(
     caller: Caller,
     Path(name): Path<String>,
     req: Request,
-) -> Result<(StatusCode, Json<PluginInfo>), ApiError> {
+) -> Result<(StatusCode, Extension<AuditNote>, Json<PluginInfo>), ApiError> {
     install(&state, &caller, &name, req, false).await
 }
 
@@ -113,7 +117,7 @@ pub async fn replace_plugin(
     caller: Caller,
     Path(name): Path<String>,
     req: Request,
-) -> Result<(StatusCode, Json<PluginInfo>), ApiError> {
+) -> Result<(StatusCode, Extension<AuditNote>, Json<PluginInfo>), ApiError> {
     install(&state, &caller, &name, req, true).await
 }
 

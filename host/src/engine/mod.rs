@@ -7,6 +7,7 @@
 //! through the rollback.
 
 mod fan_out;
+pub mod guardrails;
 pub mod intensity;
 pub mod plan;
 mod recovery;
@@ -23,12 +24,13 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use guardrails::Guardrails;
 pub use plan::{DEFAULT_SPLIT, Intensity, PhaseLengths, Plan};
 pub use recovery::RecoveryReport;
 
 use crate::platforms::Platform;
 use crate::plugins::{PluginEntry, PluginRegistry};
-use crate::store::{ExperimentRow, Store, StoreError, now_ms};
+use crate::store::{EmergencyStopRow, ExperimentRow, Store, StoreError, now_ms};
 use crate::telemetry::Metrics;
 
 /// How long a shutdown waits for running experiments to roll back.
@@ -58,6 +60,8 @@ impl Phase {
 #[derive(Debug, Clone)]
 pub enum Interrupt {
     Stopped { by: String },
+    /// An emergency stop halted every experiment.
+    Emergency { by: String },
     Shutdown,
     Aborted(String),
 }
@@ -68,6 +72,11 @@ pub enum EngineError {
     NotFound(String),
     #[error("the host is shutting down")]
     Closed,
+    /// An emergency stop is in force: nothing starts until an admin lifts it.
+    #[error("an emergency stop by {} is in force; nothing starts until an admin lifts it", .0.engaged_by)]
+    Halted(EmergencyStopRow),
+    #[error("no emergency stop is in force")]
+    NotHalted,
     /// A running experiment already holds a fault of this kind (or one
     /// its driver declares a conflict with) on some of the targets.
     #[error("experiment `{experiment}` already runs {fault} on {}", targets.join(", "))]
@@ -89,6 +98,14 @@ struct Running {
 }
 
 impl Running {
+    /// Ends the run with `interrupt` unless it is already ending; the
+    /// receiver says when its rollback is done.
+    fn interrupt_with(&self, interrupt: Interrupt) -> watch::Receiver<bool> {
+        self.interrupt.lock().expect("interrupt lock").get_or_insert(interrupt);
+        self.cancel.cancel();
+        self.done.clone()
+    }
+
     /// Targets this experiment shares with a new one of `plugin` / `fault`
     /// that conflicts with `conflicts_with`, if the two may not overlap.
     fn overlap(&self, plugin: &str, fault: &str, conflicts_with: &[String], targets: &[(String, String)]) -> Vec<String> {
@@ -110,6 +127,9 @@ struct Inner {
     plugins: Arc<PluginRegistry>,
     metrics: Arc<Metrics>,
     running: Mutex<HashMap<String, Running>>,
+    /// The emergency stop in force. Checked under the `running` lock, so a
+    /// start cannot slip past one being engaged.
+    halted: Mutex<Option<EmergencyStopRow>>,
     tasks: TaskTracker,
     closed: AtomicBool,
 }
@@ -122,6 +142,7 @@ impl Engine {
                 plugins,
                 metrics,
                 running: Mutex::default(),
+                halted: Mutex::default(),
                 tasks: TaskTracker::new(),
                 closed: AtomicBool::new(false),
             }),
@@ -161,6 +182,9 @@ impl Engine {
         // Checked and claimed under one lock: two starts at once cannot both pass.
         {
             let mut running = self.inner.running.lock().expect("running lock");
+            if let Some(halt) = self.inner.halted.lock().expect("halted lock").clone() {
+                return Err(EngineError::Halted(halt));
+            }
             for (other, r) in running.iter() {
                 let shared = r.overlap(&plan.plugin, &plan.fault, &conflicts_with, &targets);
                 if !shared.is_empty() {
@@ -221,11 +245,7 @@ impl Engine {
     pub async fn stop(&self, id: &str, by: &str) -> Result<(), EngineError> {
         let done = {
             let running = self.inner.running.lock().expect("running lock");
-            running.get(id).map(|r| {
-                r.interrupt.lock().expect("interrupt lock").get_or_insert(Interrupt::Stopped { by: by.into() });
-                r.cancel.cancel();
-                r.done.clone()
-            })
+            running.get(id).map(|r| r.interrupt_with(Interrupt::Stopped { by: by.into() }))
         };
         match done {
             Some(mut done) => {
@@ -237,17 +257,80 @@ impl Engine {
         }
     }
 
-    /// Ends every running experiment with `interrupt`, waiting for their rollbacks.
-    async fn interrupt_all(&self, interrupt: Interrupt) {
-        let mut waits = vec![];
-        for r in self.inner.running.lock().expect("running lock").values() {
-            r.interrupt.lock().expect("interrupt lock").get_or_insert(interrupt.clone());
-            r.cancel.cancel();
-            waits.push(r.done.clone());
-        }
-        for mut done in waits {
+    /// Ends every running experiment with `interrupt`, waiting for their
+    /// rollbacks; returns their ids.
+    async fn interrupt_all(&self, interrupt: Interrupt) -> Vec<String> {
+        let waits = {
+            let running = self.inner.running.lock().expect("running lock");
+            running.iter().map(|(id, r)| (id.clone(), r.interrupt_with(interrupt.clone()))).collect::<Vec<_>>()
+        };
+        let mut ids = vec![];
+        for (id, mut done) in waits {
             let _ = done.wait_for(|d| *d).await;
+            ids.push(id);
         }
+        ids
+    }
+
+    /// Reads the emergency stop in force from the store (at start).
+    pub async fn load_emergency_stop(&self) -> Result<Option<EmergencyStopRow>, StoreError> {
+        let engaged = self.inner.store.engaged_emergency_stop().await?;
+        self.inner.halted.lock().expect("halted lock").clone_from(&engaged);
+        Ok(engaged)
+    }
+
+    /// The emergency stop in force, if any.
+    pub fn emergency_stop_in_force(&self) -> Option<EmergencyStopRow> {
+        self.inner.halted.lock().expect("halted lock").clone()
+    }
+
+    /// Emergency stop: from now on nothing starts, and every running
+    /// experiment is rolled back. Returns the stop in force and the
+    /// experiments it halted, once their rollbacks are done. Engaging it
+    /// again keeps the first one and halts whatever runs.
+    pub async fn emergency_stop(&self, by: &str, reason: Option<String>) -> Result<(EmergencyStopRow, Vec<String>), EngineError> {
+        let (halt, fresh) = {
+            let _running = self.inner.running.lock().expect("running lock");
+            let mut halted = self.inner.halted.lock().expect("halted lock");
+            match halted.as_ref() {
+                Some(h) => (h.clone(), false),
+                None => {
+                    let h = EmergencyStopRow {
+                        id: uuid::Uuid::now_v7().to_string(),
+                        engaged_by: by.into(),
+                        engaged_at: now_ms(),
+                        reason,
+                        lifted_by: None,
+                        lifted_at: None,
+                    };
+                    *halted = Some(h.clone());
+                    (h, true)
+                }
+            }
+        };
+        // Halted in memory first: the rollbacks must not wait on the store.
+        let halting = self.interrupt_all(Interrupt::Emergency { by: by.into() });
+        let recorded = async {
+            if fresh {
+                self.inner.store.insert_emergency_stop(&halt).await?;
+            }
+            Ok::<_, StoreError>(())
+        };
+        let (halted, recorded) = tokio::join!(halting, recorded);
+        recorded?;
+        Ok((halt, halted))
+    }
+
+    /// Lifts the emergency stop in force: starts are accepted again.
+    pub async fn lift_emergency_stop(&self, by: &str) -> Result<EmergencyStopRow, EngineError> {
+        let Some(mut halt) = self.emergency_stop_in_force() else {
+            return Err(EngineError::NotHalted);
+        };
+        let now = now_ms();
+        self.inner.store.lift_emergency_stops(by, now).await?;
+        (halt.lifted_by, halt.lifted_at) = (Some(by.into()), Some(now));
+        *self.inner.halted.lock().expect("halted lock") = None;
+        Ok(halt)
     }
 
     /// Refuses new experiments, rolls back the running ones, and waits for them.

@@ -5,6 +5,7 @@ use std::time::Duration;
 use faultline_plugin_runtime::model::{IntensityScope, ParamValue, Platform, Settings, Target};
 use serde::{Deserialize, Serialize};
 
+use super::guardrails::Guardrails;
 use crate::platforms::{Excluded, Impact};
 use crate::platforms::probes::Probe;
 
@@ -42,6 +43,9 @@ pub struct Plan {
     /// Checks the host makes at every reading; their success rate counts in health.
     #[serde(default)]
     pub probes: Vec<Probe>,
+    /// Limits the request set on itself: sizes checked at start, abort conditions watched.
+    #[serde(default)]
+    pub guardrails: Guardrails,
 }
 
 /// The intensity model: the requested level in the fault's unit, and how

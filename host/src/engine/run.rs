@@ -9,6 +9,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::fan_out::{Call, fan_out};
+use super::guardrails::AbortWatch;
 use super::intensity::{Adaptive, Ramp};
 use super::plan::Plan;
 use super::score::{ScoreInputs, score};
@@ -40,6 +41,7 @@ pub(super) struct Run {
     plugin: Arc<PluginEntry>,
     platform: Arc<dyn Platform>,
     prober: Prober,
+    abort_watch: AbortWatch,
     store: Store,
     metrics: Arc<Metrics>,
     cancel: CancellationToken,
@@ -72,6 +74,7 @@ impl Run {
         Run {
             id,
             prober: Prober::new(plan.probes.clone()),
+            abort_watch: AbortWatch::new(&plan.guardrails.abort_when),
             plan,
             plugin,
             platform,
@@ -142,6 +145,9 @@ impl Run {
             }
             let health = self.sample(Phase::Injecting).await.health;
             self.injecting.push(health);
+            if self.cancel.is_cancelled() {
+                break;
+            }
             let next = match adaptive.as_mut() {
                 Some(a) => {
                     let next = a.observe(health);
@@ -287,6 +293,7 @@ impl Run {
         let reason = match (failure, interrupt) {
             (Some(_), _) => "failure",
             (None, Some(Interrupt::Stopped { .. })) => "stop",
+            (None, Some(Interrupt::Emergency { .. })) => "emergency_stop",
             (None, Some(Interrupt::Shutdown)) => "shutdown",
             (None, Some(Interrupt::Aborted(_))) => "guardrail",
             (None, None) => "end",
@@ -388,6 +395,7 @@ impl Run {
         let (state, stop_reason) = match (&failure, &interrupt) {
             (Some(_), _) => ("failed", None),
             (None, Some(Interrupt::Stopped { by })) => ("stopped", Some(format!("stopped by {by}"))),
+            (None, Some(Interrupt::Emergency { by })) => ("stopped", Some(format!("emergency stop by {by}"))),
             (None, Some(Interrupt::Shutdown)) => ("stopped", Some("host shutdown".to_string())),
             (None, Some(Interrupt::Aborted(why))) => ("aborted", Some(why.clone())),
             (None, None) => ("completed", None),
@@ -449,10 +457,18 @@ impl Run {
     /// One reading: the platform's view of the targets, times the probes'
     /// success rate when the experiment has probes.
     async fn sample(&mut self, phase: Phase) -> Observation {
+        let taken_at = Instant::now();
         let (mut observation, probed) = tokio::join!(self.platform.observe(&self.plan.targets), self.prober.read());
-        if let Some((success, metrics)) = probed {
-            observation.health *= success;
-            observation.metrics.extend(metrics);
+        let checks = probed.as_ref().map(|p| p.checks.clone()).unwrap_or_default();
+        if let Some(reading) = probed {
+            observation.health *= reading.success;
+            observation.metrics.extend(reading.metrics);
+        }
+        // Abort conditions watch the phases where a fault is coming or in effect.
+        if phase != Phase::Recovering
+            && let Some(reason) = self.abort_watch.observe(taken_at, observation.health, &checks)
+        {
+            self.abort(phase, reason).await;
         }
         self.seq += 1;
         let level = (phase == Phase::Injecting).then_some(self.level);
@@ -468,6 +484,25 @@ impl Run {
             tracing::warn!(experiment = %self.id, "recording a sample: {e}");
         }
         observation
+    }
+
+    /// A guardrail tripped: the run ends `aborted`, through the rollback.
+    async fn abort(&mut self, phase: Phase, reason: String) {
+        let reason = match phase {
+            Phase::Baseline => format!("{reason} (during baseline: nothing was injected)"),
+            _ => reason,
+        };
+        let first = {
+            let mut interrupt = self.interrupt.lock().expect("interrupt lock");
+            let first = interrupt.is_none();
+            interrupt.get_or_insert(Interrupt::Aborted(reason.clone()));
+            first
+        };
+        if first {
+            tracing::warn!(experiment = %self.id, "{reason}");
+            self.event("guardrail", &reason).await;
+        }
+        self.cancel.cancel();
     }
 
     /// Sleeps one sampling interval (or to `until`); false if the run was cancelled.

@@ -87,6 +87,16 @@ impl Probe {
     }
 }
 
+/// One run of every probe.
+pub struct ProbeReading {
+    /// Share of the probes that passed (0-1).
+    pub success: f64,
+    /// Each probe's outcome and latency in ms, in the request's order.
+    pub checks: Vec<(bool, f64)>,
+    /// What to record: success and the slowest latency.
+    pub metrics: BTreeMap<String, f64>,
+}
+
 /// Runs an experiment's probes.
 pub struct Prober {
     probes: Vec<Probe>,
@@ -98,17 +108,16 @@ impl Prober {
         Prober { probes, http: reqwest::Client::builder().no_proxy().build().expect("an HTTP client") }
     }
 
-    /// Runs every probe once, side by side. Success rate (0-1) and the
-    /// slowest latency in ms, with the metrics to record; none without probes.
-    pub async fn read(&self) -> Option<(f64, BTreeMap<String, f64>)> {
+    /// Runs every probe once, side by side; none without probes.
+    pub async fn read(&self) -> Option<ProbeReading> {
         if self.probes.is_empty() {
             return None;
         }
         let results = futures_util::future::join_all(self.probes.iter().map(|p| p.attempt(&self.http))).await;
-        let passed = results.iter().filter(|(ok, _)| *ok).count() as f64;
-        let success = passed / results.len() as f64;
-        let slowest = results.iter().map(|(_, took)| took.as_secs_f64() * 1000.0).fold(0.0, f64::max);
+        let checks: Vec<(bool, f64)> = results.iter().map(|(ok, took)| (*ok, took.as_secs_f64() * 1000.0)).collect();
+        let success = checks.iter().filter(|(ok, _)| *ok).count() as f64 / checks.len() as f64;
+        let slowest = checks.iter().map(|(_, ms)| *ms).fold(0.0, f64::max);
         let metrics = BTreeMap::from([("probe_success".to_string(), success), ("probe_latency_ms".to_string(), slowest)]);
-        Some((success, metrics))
+        Some(ProbeReading { success, checks, metrics })
     }
 }

@@ -1,6 +1,8 @@
 //! Persistence through sqlx. SQLite in the data directory is the embedded
 //! default; the SQL is kept portable so PostgreSQL can follow on the same code.
 
+mod audit;
+mod emergency;
 mod experiments;
 mod idempotency;
 mod journal;
@@ -13,6 +15,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
+pub use audit::{AuditQuery, AuditRow};
+pub use emergency::EmergencyStopRow;
 pub use experiments::{EventRow, ExperimentRow, SampleRow};
 pub use idempotency::Claim;
 pub use journal::{InjectionRow, InjectionState};

@@ -7,7 +7,7 @@ mod view;
 
 use std::sync::Arc;
 
-use axum::Json;
+use axum::{Extension, Json};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use faultline_plugin_runtime::CallError;
@@ -17,6 +17,7 @@ use serde_json::json;
 pub use request::StartRequest;
 pub use view::{Metrics, PlanSummary, Started, Status};
 
+use super::audit::AuditNote;
 use super::extract::{HashedJsonBody, IdParam, JsonBody};
 use super::{ApiError, AppState, Problem};
 use crate::auth::{Caller, Role};
@@ -30,6 +31,8 @@ impl From<EngineError> for ApiError {
         match e {
             EngineError::NotFound(id) => ApiError::not_found("experiment_not_found", format!("no experiment with id `{id}`")),
             EngineError::Closed => ApiError::unavailable("shutting_down", "the host is shutting down and starts nothing new"),
+            EngineError::Halted(ref halt) => super::emergency::engaged_error(halt),
+            EngineError::NotHalted => super::emergency::not_engaged(),
             EngineError::Overlap { ref experiment, ref fault, ref targets } => {
                 ApiError::new(StatusCode::CONFLICT, "target_busy", e.to_string()).with(json!({ "experiment": experiment, "fault": fault, "targets": targets }))
             }
@@ -89,6 +92,7 @@ async fn prepare(
     (plan.targets, plan.excluded) = (resolved.targets, resolved.excluded);
 
     plan.impact = platform.impact(&plan.targets).await;
+    check_size(&plan, platform_name)?;
 
     let mut instance = entry.plugin.instantiate(None).await.map_err(plugin_failure)?;
     instance.validate(&plan.settings(plan.intensity.requested)).await.map_err(plugin_failure)?;
@@ -111,7 +115,7 @@ pub async fn start(
     Path(platform_name): Path<String>,
     headers: HeaderMap,
     HashedJsonBody(request, body_hash): HashedJsonBody<StartRequest>,
-) -> Result<(StatusCode, HeaderMap, Json<Started>), ApiError> {
+) -> Result<(StatusCode, HeaderMap, Extension<AuditNote>, Json<Started>), ApiError> {
     caller.require(Role::Engineer)?;
     let Some(key) = idempotency::key(&headers)? else {
         let (row, plan) = start_experiment(&state, &caller, &platform_name, &request).await?;
@@ -142,6 +146,10 @@ async fn start_experiment(
     platform_name: &str,
     request: &StartRequest,
 ) -> Result<(ExperimentRow, Plan), ApiError> {
+    // Refused before anything is resolved; the engine checks again as it starts.
+    if let Some(halt) = state.engine.emergency_stop_in_force() {
+        return Err(super::emergency::engaged_error(&halt));
+    }
     let (plan, entry, platform) = prepare(state, platform_name, request).await?;
     let row = state.engine.start(plan.clone(), entry, platform, &caller.name).await?;
     Ok((row, plan))
@@ -149,14 +157,17 @@ async fn start_experiment(
 
 /// The start answer: 201 with the status URL; a replay answers the same,
 /// marked `Idempotent-Replayed: true`.
-fn started(platform_name: &str, row: &ExperimentRow, plan: &Plan, replayed: bool) -> (StatusCode, HeaderMap, Json<Started>) {
+fn started(platform_name: &str, row: &ExperimentRow, plan: &Plan, replayed: bool) -> (StatusCode, HeaderMap, Extension<AuditNote>, Json<Started>) {
     let mut headers = HeaderMap::new();
     let location = format!("/experiments/{platform_name}/status?id={}", row.id);
     headers.insert(header::LOCATION, HeaderValue::from_str(&location).expect("an ASCII path"));
     if replayed {
         headers.insert(idempotency::REPLAYED, HeaderValue::from_static("true"));
     }
-    (StatusCode::CREATED, headers, Json(Started::new(row, plan)))
+    let targets: Vec<&str> = plan.targets.iter().map(|t| t.name.as_str()).collect();
+    let detail = json!({ "fault_type": plan.fault_type, "targets": targets, "intensity": plan.intensity.requested, "replayed": replayed });
+    let note = AuditNote { subject: Some(row.id.clone()), detail: Some(detail) };
+    (StatusCode::CREATED, headers, Extension(note), Json(Started::new(row, plan)))
 }
 
 /// What a start would do: the targets and how far a fault on them can
@@ -173,6 +184,37 @@ pub async fn preview(
     caller.require(Role::Viewer)?;
     let (plan, _, _) = prepare(&state, &platform_name, &request).await?;
     Ok(Json(PlanSummary::new(&plan)))
+}
+
+/// The guardrails on size: how many targets, and how far a fault on them can reach.
+fn check_size(plan: &Plan, platform_name: &str) -> Result<(), ApiError> {
+    let targets: Vec<&str> = plan.targets.iter().map(|t| t.name.as_str()).collect();
+    if let Some(max) = plan.guardrails.max_targets.filter(|max| targets.len() > *max) {
+        return Err(ApiError::unprocessable(
+            "too_many_targets",
+            format!("the selectors match {} targets, more than max_targets {max}; nothing was injected", targets.len()),
+        )
+        .with(json!({ "targets": targets, "max_targets": max })));
+    }
+    let Some(max) = plan.guardrails.max_blast_radius else { return Ok(()) };
+    let Some(impact) = &plan.impact else {
+        return Err(ApiError::unprocessable(
+            "guardrail_not_supported",
+            format!("the {platform_name} platform cannot compute a blast radius, so max_blast_radius cannot be checked"),
+        ));
+    };
+    if impact.blast_radius > max {
+        return Err(ApiError::unprocessable(
+            "blast_radius_exceeded",
+            format!(
+                "{} containers depend on the targets ({}), more than max_blast_radius {max}; nothing was injected",
+                impact.blast_radius,
+                impact.dependents.join(", ")
+            ),
+        )
+        .with(json!({ "blast_radius": impact.blast_radius, "max_blast_radius": max, "dependents": impact.dependents, "targets": targets })));
+    }
+    Ok(())
 }
 
 fn plugin_failure(e: CallError) -> ApiError {

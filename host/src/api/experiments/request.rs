@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::api::{ApiError, Limits};
-use crate::engine::{DEFAULT_SPLIT, Intensity, PhaseLengths, Plan};
+use crate::engine::{DEFAULT_SPLIT, Guardrails, Intensity, PhaseLengths, Plan};
 use crate::platforms::probes::{MAX_PROBES, Probe};
 
 /// Default tolerance: health may fall 10 % below baseline and still count as fine.
@@ -47,6 +47,11 @@ pub struct StartRequest {
     /// HTTP or TCP checks made at every reading: their success rate counts in health.
     #[serde(default)]
     pub probes: Vec<Probe>,
+    /// Limits on the experiment: `max_blast_radius` and `max_targets` refuse
+    /// the start (422) when exceeded; `abort_when` conditions on the probes
+    /// or health end it `aborted`, rolled back, when one trips.
+    #[serde(default)]
+    pub guardrails: Guardrails,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -87,6 +92,8 @@ impl StartRequest {
         if let Some((i, why)) = self.probes.iter().enumerate().find_map(|(i, p)| p.check().err().map(|e| (i, e))) {
             return Err(invalid("invalid_probe", format!("probe {i}: {why}")));
         }
+        let watched_ms = phases.baseline_ms + phases.injecting_ms;
+        self.guardrails.check(self.probes.len(), watched_ms).map_err(|why| invalid("invalid_guardrail", why))?;
         if self.adaptive && !intensity.graded {
             return Err(invalid("adaptive_not_supported", format!("fault type `{}` has no intensity to adapt", fault.name)));
         }
@@ -107,6 +114,7 @@ impl StartRequest {
             tolerance,
             impact: None,
             probes: self.probes.clone(),
+            guardrails: self.guardrails.clone(),
         })
     }
 

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::engine::Plan;
+use crate::engine::{Guardrails, Plan};
 use crate::platforms::{Excluded, Impact};
 use crate::store::{EventRow, ExperimentRow, InjectionRow, SampleRow, StoreError, now_ms};
 
@@ -42,6 +42,9 @@ pub struct PlanSummary {
     /// The longest chain of dependents (backend).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cascade_depth: Option<usize>,
+    /// The limits the request set, when it set any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guardrails: Option<Guardrails>,
 }
 
 impl PlanSummary {
@@ -62,6 +65,7 @@ impl PlanSummary {
             dependents: impact.map(|i| i.dependents.clone()),
             blast_radius: impact.map(|i| i.blast_radius),
             cascade_depth: impact.map(|i| i.cascade_depth),
+            guardrails: (plan.guardrails != Guardrails::default()).then(|| plan.guardrails.clone()),
         }
     }
 }
@@ -158,6 +162,8 @@ pub struct Status {
     pub impact: Option<Impact>,
     /// What the selectors matched that is never a target, and why.
     pub excluded: Vec<Excluded>,
+    /// The limits the request set: sizes checked at start, abort conditions watched.
+    pub guardrails: Guardrails,
     pub events: Vec<Event>,
 }
 
@@ -213,6 +219,7 @@ impl Status {
             created_by: row.created_by.clone(),
             impact: plan.impact.clone(),
             excluded: plan.excluded.clone(),
+            guardrails: plan.guardrails.clone(),
             events: events.into_iter().map(|e| Event { at: e.at_ms, kind: e.kind, detail: e.detail }).collect(),
             id: row.id,
         })
