@@ -70,6 +70,7 @@ async fn an_emergency_stop_rolls_back_everything_and_refuses_starts_until_an_adm
     assert_eq!((refused.status, refused.code()), (409, "emergency_stop_engaged"), "{refused:?}");
     assert_eq!((&refused.body["engaged_by"], &refused.body["reason"]), (&json!("ops"), &json!("checkout is down")));
     assert_eq!(ci.get("/emergency-stop").await.body["engaged"], true);
+    assert!(ci.get("/metrics").await.text.contains("faultline_emergency_stop_engaged 1"), "alerting can see it");
     assert!(system.helpers_left().is_empty(), "the refused start injected nothing");
 
     // It outlives the host.

@@ -8,6 +8,14 @@ use serde_json::json;
 
 const START: &str = "/experiments/backend/start";
 
+/// One container and a host: the system, the container's name and address.
+fn one_target(data_dir: &std::path::Path) -> (DemoSystem, String, String, HostProcess) {
+    let system = DemoSystem::replicas(1, &[]);
+    let target = system.names[0].clone();
+    let ip = DemoSystem::ip(&target);
+    (system, target, ip, HostProcess::start(data_dir, &[]))
+}
+
 #[tokio::test]
 async fn a_start_beyond_its_max_blast_radius_or_max_targets_is_refused_before_anything_is_injected() {
     let system = DemoSystem::three_tier();
@@ -48,11 +56,8 @@ async fn a_start_beyond_its_max_blast_radius_or_max_targets_is_refused_before_an
 
 #[tokio::test]
 async fn a_tripped_abort_condition_rolls_the_fault_back_and_ends_the_experiment_aborted() {
-    let system = DemoSystem::replicas(1, &[]);
-    let target = system.names[0].clone();
-    let ip = DemoSystem::ip(&target);
     let dir = tempfile::tempdir().unwrap();
-    let host = HostProcess::start(dir.path(), &[]);
+    let (system, target, ip, host) = one_target(dir.path());
 
     // 300 ms on every round trip; the probe tolerates 150 ms. Planned for a
     // minute of injecting, it must end within seconds.
@@ -88,11 +93,8 @@ async fn a_tripped_abort_condition_rolls_the_fault_back_and_ends_the_experiment_
 
 #[tokio::test]
 async fn a_condition_that_trips_during_baseline_aborts_before_anything_is_injected() {
-    let system = DemoSystem::replicas(1, &[]);
-    let target = system.names[0].clone();
-    let ip = DemoSystem::ip(&target);
     let dir = tempfile::tempdir().unwrap();
-    let host = HostProcess::start(dir.path(), &[]);
+    let (_system, target, ip, host) = one_target(dir.path());
 
     // Nothing listens on port 9: the system is unhealthy before any fault.
     let started = host

@@ -13,6 +13,7 @@ use crate::auth::{Caller, Role};
 pub async fn prometheus(State(state): State<AppState>, caller: Caller) -> Result<impl IntoResponse, ApiError> {
     caller.require(Role::Viewer)?;
     state.metrics.set_experiment_counts(&state.store.count_experiments_by_state().await?);
+    state.metrics.set_emergency_stop(state.engine.emergency_stop_in_force().is_some());
     Ok(([(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], state.metrics.encode()))
 }
 

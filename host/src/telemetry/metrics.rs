@@ -43,6 +43,7 @@ pub struct Metrics {
     injections: Family<InjectionLabels, Counter>,
     rollbacks: Family<RollbackLabels, Counter>,
     plugin_calls: CallHistograms,
+    emergency_stop: Gauge,
 }
 
 impl Default for Metrics {
@@ -56,7 +57,9 @@ impl Default for Metrics {
         registry.register("injections", "Fault injections by fault type and outcome", injections.clone());
         registry.register("rollbacks", "Fault rollbacks by reason and outcome", rollbacks.clone());
         registry.register("plugin_call_duration_seconds", "Duration of calls into fault plugins", plugin_calls.clone());
-        Metrics { registry, experiments, injections, rollbacks, plugin_calls }
+        let emergency_stop = Gauge::default();
+        registry.register("emergency_stop_engaged", "1 while an emergency stop is in force", emergency_stop.clone());
+        Metrics { registry, experiments, injections, rollbacks, plugin_calls, emergency_stop }
     }
 }
 
@@ -81,6 +84,11 @@ impl Metrics {
         for (state, n) in counts {
             self.experiments.get_or_create(&StateLabels { state: state.clone() }).set(*n);
         }
+    }
+
+    /// Set at scrape time: whether an emergency stop is in force.
+    pub fn set_emergency_stop(&self, engaged: bool) {
+        self.emergency_stop.set(i64::from(engaged));
     }
 
     /// The text exposition format.
