@@ -207,7 +207,7 @@ fn check_size(plan: &Plan, platform_name: &str) -> Result<(), ApiError> {
         return Err(ApiError::unprocessable(
             "blast_radius_exceeded",
             format!(
-                "{} containers depend on the targets ({}), more than max_blast_radius {max}; nothing was injected",
+                "the blast radius is {} (dependents: {}), more than max_blast_radius {max}; nothing was injected",
                 impact.blast_radius,
                 impact.dependents.join(", ")
             ),
