@@ -38,13 +38,10 @@ async fn every_start_stop_emergency_stop_key_and_plugin_load_is_recorded_with_wh
     assert_eq!(denied.status, 403);
 
     // A real start and stop, and a refused start.
-    let started = ci
-        .post_json("/experiments/backend/start", &json!({"targets": [system.selector()], "fault_type": "cpu_stress", "intensity": 10, "ramp": false,
+    let id = ci
+        .start_in_effect(&json!({"targets": [system.selector()], "fault_type": "cpu_stress", "intensity": 10, "ramp": false,
             "phases": {"baseline_seconds": 0.2, "injecting_seconds": 60, "recovering_seconds": 0.5}}))
         .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
-    ci.wait_status("backend", &id, 60, |s| s["targets"][0]["injection"] == "active").await;
     assert_eq!(system.helpers_left().len(), 1, "the start injected");
     assert_eq!(ci.stop("backend", &id).await.status, 200);
     assert!(system.helpers_left().is_empty(), "the stop reverted");

@@ -9,15 +9,10 @@ use serde_json::json;
 
 /// Starts a long cpu_stress on the system and waits until it is in effect.
 async fn long_cpu_stress(host: &HostProcess, system: &DemoSystem) -> String {
-    let started = host
-        .api
-        .post_json("/experiments/backend/start", &json!({"targets": [system.selector()], "fault_type": "cpu_stress", "intensity": 20,
+    host.api
+        .start_in_effect(&json!({"targets": [system.selector()], "fault_type": "cpu_stress", "intensity": 20,
             "ramp": false, "phases": {"baseline_seconds": 0.3, "injecting_seconds": 5, "recovering_seconds": 0.3}}))
-        .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
-    host.api.wait_status("backend", &id, 60, |s| s["targets"][0]["injection"] == "active").await;
-    id
+        .await
 }
 
 #[tokio::test]
@@ -85,14 +80,11 @@ async fn a_network_fault_of_a_killed_host_undoes_itself_at_its_time_to_live() {
     let api = system.run("api", &[], &[], &[]);
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &["--ttl-margin-seconds", "2"]);
-    let started = host
+    host
         .api
-        .post_json("/experiments/backend/start", &json!({"targets": [system.selector()], "fault_type": "network_delay", "intensity": 80,
+        .start_in_effect(&json!({"targets": [system.selector()], "fault_type": "network_delay", "intensity": 80,
             "ramp": false, "phases": {"baseline_seconds": 0.3, "injecting_seconds": 5, "recovering_seconds": 0.3}}))
         .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
-    host.api.wait_status("backend", &id, 60, |s| s["targets"][0]["injection"] == "active").await;
     host.kill9();
     let injected = Instant::now();
     assert!(!DemoSystem::network_state(&api).is_empty(), "the fault outlives the host");

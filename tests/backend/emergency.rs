@@ -28,15 +28,10 @@ async fn an_emergency_stop_rolls_back_everything_and_refuses_starts_until_an_adm
     let ops = key(&host.api, "ops", "admin").await;
     let ci = key(&host.api, "ci", "engineer").await;
 
-    let delay = ci.post_json(START, &minute_of("network_delay", &one, 200)).await;
-    let cpu = ci.post_json(START, &minute_of("cpu_stress", &two, 20)).await;
-    let ids: Vec<String> = [&delay, &cpu].iter().map(|r| {
-        assert_eq!(r.status, 201, "{r:?}");
-        r.body["id"].as_str().unwrap().to_string()
-    }).collect();
-    for id in &ids {
-        host.api.wait_status("backend", id, 60, |s| s["targets"][0]["injection"] == "active").await;
-    }
+    let ids = vec![
+        ci.start_in_effect(&minute_of("network_delay", &one, 200)).await,
+        ci.start_in_effect(&minute_of("cpu_stress", &two, 20)).await,
+    ];
     assert_eq!(system.helpers_left().len(), 2);
     assert!(system.measure_udp("replica-1", 10).quantile(0.5) > 150.0, "the delay is in effect");
 

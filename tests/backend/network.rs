@@ -22,15 +22,6 @@ fn one_api() -> (DemoSystem, String) {
     (system, api)
 }
 
-/// Starts an experiment and waits until its first target's fault is in effect.
-async fn start_active(host: &HostProcess, request: Value) -> String {
-    let started = host.api.post_json("/experiments/backend/start", &request).await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
-    host.api.wait_status("backend", &id, 60, |s| s["targets"][0]["injection"] == "active" || s["state"] != "running").await;
-    id
-}
-
 async fn status(host: &HostProcess, id: &str) -> Value {
     host.api.get(&format!("/experiments/backend/status?id={id}")).await.body
 }
@@ -54,7 +45,7 @@ async fn network_delay_adds_its_delay_to_round_trips_measured_from_another_conta
     let before = system.measure_udp("api", 100);
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
-    let id = start_active(&host, json!({"targets": [system.selector()], "fault_type": "network_delay", "intensity": 100,
+    let id = host.api.start_in_effect(&json!({"targets": [system.selector()], "fault_type": "network_delay", "intensity": 100,
         "ramp": false, "phases": phases(0.5, 60.0, 1.0)}))
     .await;
 
@@ -84,7 +75,7 @@ async fn latency_is_network_delay_under_another_name_and_jitter_spreads_round_tr
     let before = system.measure_udp("api", 50);
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
-    let id = start_active(&host, json!({"targets": [system.selector()], "fault_type": "latency", "intensity": 60,
+    let id = host.api.start_in_effect(&json!({"targets": [system.selector()], "fault_type": "latency", "intensity": 60,
         "params": {"jitter_ms": 20}, "ramp": false, "phases": phases(0.5, 8.0, 1.0)}))
     .await;
 
@@ -107,7 +98,7 @@ async fn packet_loss_drops_its_share_counted_by_a_probe_and_ends_with_the_experi
     let (system, api) = one_api();
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
-    let id = start_active(&host, json!({"targets": [system.selector()], "fault_type": "packet_loss", "intensity": 30,
+    let id = host.api.start_in_effect(&json!({"targets": [system.selector()], "fault_type": "packet_loss", "intensity": 30,
         "ramp": false, "phases": phases(0.5, 60.0, 1.0)}))
     .await;
 
@@ -163,7 +154,7 @@ async fn a_delayed_target_removed_mid_fault_still_ends_cleanly() {
     let bystander = system.run("bystander", &[("role", "bystander")], &[], &[]);
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
-    let id = start_active(&host, json!({"targets": [format!("{},tier=replica", system.selector())], "fault_type": "packet_loss",
+    let id = host.api.start_in_effect(&json!({"targets": [format!("{},tier=replica", system.selector())], "fault_type": "packet_loss",
         "intensity": 50, "ramp": false, "phases": phases(0.5, 4.0, 1.0)}))
     .await;
     host.api.wait_status("backend", &id, 60, |s| s["targets"][1]["injection"] == "active").await;
@@ -198,7 +189,7 @@ async fn bandwidth_limit_caps_what_a_container_sends_and_ends_with_the_experimen
         .await;
     assert_eq!((refused.status, refused.code()), (422, "missing_param"), "the rate is required: {refused:?}");
 
-    let id = start_active(&host, json!({"targets": [system.selector()], "fault_type": "bandwidth_limit", "params": {"rate_kbit": 4000},
+    let id = host.api.start_in_effect(&json!({"targets": [system.selector()], "fault_type": "bandwidth_limit", "params": {"rate_kbit": 4000},
         "phases": phases(0.5, 60.0, 1.0)}))
     .await;
     let during = download_kbit(&ip, 1_000_000).await;

@@ -28,15 +28,10 @@ fn stats(container: &str) -> (f64, f64) {
 
 /// Starts a constant-intensity fault on the system and waits until it is in effect.
 async fn inject(host: &HostProcess, system: &DemoSystem, fault: &str, intensity: f64) -> String {
-    let started = host
-        .api
-        .post_json("/experiments/backend/start", &json!({"targets": [system.selector()], "fault_type": fault, "intensity": intensity,
+    host.api
+        .start_in_effect(&json!({"targets": [system.selector()], "fault_type": fault, "intensity": intensity,
             "ramp": false, "phases": {"baseline_seconds": 0.5, "injecting_seconds": 60, "recovering_seconds": 1}}))
-        .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
-    host.api.wait_status("backend", &id, 60, |s| s["targets"][0]["injection"] == "active").await;
-    id
+        .await
 }
 
 async fn stop(host: &HostProcess, id: &str) -> serde_json::Value {

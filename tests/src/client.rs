@@ -92,6 +92,16 @@ impl Api {
         self.post_json(&format!("/experiments/{platform}/stop?id={id}"), &Value::Object(Default::default())).await
     }
 
+    /// Starts a backend experiment and waits until its first target's fault
+    /// is in effect (or the experiment has ended); returns its id.
+    pub async fn start_in_effect(&self, request: &Value) -> String {
+        let started = self.post_json("/experiments/backend/start", request).await;
+        assert_eq!(started.status, 201, "{started:?}");
+        let id = started.body["id"].as_str().unwrap().to_string();
+        self.wait_status("backend", &id, 60, |s| s["targets"][0]["injection"] == "active" || s["state"] != "running").await;
+        id
+    }
+
     /// Polls an experiment's status until `done` holds, or panics after `secs`.
     pub async fn wait_status(&self, platform: &str, id: &str, secs: u64, mut done: impl FnMut(&Value) -> bool) -> Value {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);

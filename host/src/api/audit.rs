@@ -19,6 +19,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::error::ProblemNote;
+use super::extract::IdParam;
 use super::{ApiError, AppState, Problem};
 use crate::auth::{Caller, Role};
 use crate::store::{AuditQuery, AuditRow, now_ms};
@@ -58,7 +59,7 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
     let named = RawPathParams::from_request_parts(&mut parts, &state).await.ok().and_then(|params| {
         params.iter().find(|(k, _)| *k == "id" || *k == "name").map(|(_, v)| v.to_string())
     });
-    let queried = parts.uri.query().and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("id=")).map(str::to_string));
+    let queried = IdParam::from_request_parts(&mut parts, &state).await.ok().map(|IdParam(id)| id);
     parts.extensions.insert(caller.clone());
 
     let response = next.run(Request::from_parts(parts, body)).await;
