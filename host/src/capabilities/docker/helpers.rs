@@ -11,7 +11,7 @@ use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
-    RemoveContainerOptionsBuilder, StartContainerOptions, StopContainerOptionsBuilder,
+    RemoveContainerOptionsBuilder, StartContainerOptions, StopContainerOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use faultline_plugin_runtime::capability::CapResult;
 use faultline_plugin_runtime::capability::docker::{HelperSpec, Namespace, StartedHelper};
@@ -157,8 +157,16 @@ impl Helpers {
         let options = RemoveContainerOptionsBuilder::default().force(true).build();
         match timed("removing a helper", CALL_TIMEOUT, self.client.remove_container(&id, Some(options))).await {
             Err(CapabilityError::NotFound(_)) => Ok(()),
-            // Docker is already removing it (auto-remove after exit).
-            Err(CapabilityError::Failed(why)) if why.starts_with("409") => Ok(()),
+            // Docker is already removing it (auto-remove after exit): done
+            // only once it is gone, or "nothing left" would not yet be true.
+            Err(CapabilityError::Failed(why)) if why.starts_with("409") => {
+                let removed = WaitContainerOptionsBuilder::default().condition("removed").build();
+                let mut wait = self.client.wait_container(&id, Some(removed));
+                match tokio::time::timeout(CALL_TIMEOUT, wait.next()).await {
+                    Ok(_) => Ok(()),
+                    Err(_) => Err(CapabilityError::Timeout(format!("helper {id} was still being removed after {CALL_TIMEOUT:?}"))),
+                }
+            }
             other => other,
         }
     }
