@@ -97,6 +97,8 @@ async fn every_start_stop_emergency_stop_key_and_plugin_load_is_recorded_with_wh
     let page = audit(&admin, "?limit=2").await;
     let next = audit(&admin, &format!("?limit=2&before={}", page[1]["id"].as_str().unwrap())).await;
     assert_eq!((page[0]["id"].clone(), next[0]["id"].clone()), (events[0]["id"].clone(), events[2]["id"].clone()));
-    let bad = admin.get("/audit?limit=0").await;
-    assert_eq!((bad.status, bad.code()), (400, "invalid_query"));
+    for query in ["limit=0", "limit=1001", "limit=ten", "sort=asc"] {
+        let bad = admin.get(&format!("/audit?{query}")).await;
+        assert_eq!((bad.status, bad.code()), (400, "invalid_query"), "{query}: {bad:?}");
+    }
 }
