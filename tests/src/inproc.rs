@@ -22,11 +22,20 @@ pub struct Options {
     pub tolerated: f64,
     /// Test plugins to install (by crate suffix), with their plugin names.
     pub plugins: Vec<&'static str>,
+    /// How long effects outlive an experiment's planned end, and how long
+    /// past it (or past a stop) a run may go on before it is cut off.
+    pub ttl_margin: Duration,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { call_timeout: Duration::from_secs(5), memory_limit: 32 << 20, tolerated: 100.0, plugins: vec!["steady"] }
+        Options {
+            call_timeout: Duration::from_secs(5),
+            memory_limit: 32 << 20,
+            tolerated: 100.0,
+            plugins: vec!["steady"],
+            ttl_margin: Duration::from_secs(60),
+        }
     }
 }
 
@@ -50,6 +59,7 @@ impl InProcessHost {
         let mut config = HostConfig::new(data_dir.to_path_buf(), &ServeArgs::default()).expect("default config");
         config.plugin_call_timeout = options.call_timeout;
         config.plugin_memory_limit = options.memory_limit;
+        config.limits.ttl_margin = options.ttl_margin;
         let capabilities = HostCapabilities { log: log.clone(), ..HostCapabilities::default() };
         let host = faultline::start_host(&config, capabilities, Platforms::default()).await.expect("the host starts");
         let platform = Arc::new(ScriptedPlatform::new(log.clone(), options.tolerated));

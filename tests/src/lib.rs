@@ -13,4 +13,4 @@ pub use client::{Api, Reply};
 pub use docker::DemoSystem;
 pub use inproc::{InProcessHost, Options};
 pub use process::HostProcess;
-pub use scripted::{RecordingLog, ScriptedPlatform};
+pub use scripted::{Misbehaviour, RecordingLog, ScriptedPlatform};

@@ -84,11 +84,28 @@ pub struct ScriptedPlatform {
     log: std::sync::Arc<RecordingLog>,
     pub tolerated: Mutex<f64>,
     pub degraded: f64,
+    /// What the next observation does instead of answering: stands in for a
+    /// bug inside the host, which the run's supervisor must survive.
+    pub misbehave: Mutex<Option<Misbehaviour>>,
+    /// Health reported whatever is in effect, when set.
+    pub forced_health: Mutex<Option<f64>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misbehaviour {
+    /// Observing panics.
+    Panic,
+    /// Observing never returns.
+    Hang,
 }
 
 impl ScriptedPlatform {
     pub fn new(log: std::sync::Arc<RecordingLog>, tolerated: f64) -> Self {
-        ScriptedPlatform { log, tolerated: Mutex::new(tolerated), degraded: 0.3 }
+        ScriptedPlatform { log, tolerated: Mutex::new(tolerated), degraded: 0.3, misbehave: Mutex::new(None), forced_health: Mutex::new(None) }
+    }
+
+    pub fn misbehave(&self, how: Misbehaviour) {
+        *self.misbehave.lock().unwrap() = Some(how);
     }
 }
 
@@ -110,9 +127,16 @@ impl Platform for ScriptedPlatform {
     }
 
     async fn observe(&self, targets: &[Target]) -> Observation {
+        let misbehave = *self.misbehave.lock().unwrap();
+        match misbehave {
+            Some(Misbehaviour::Panic) => panic!("the scripted platform was told to panic"),
+            Some(Misbehaviour::Hang) => std::future::pending::<()>().await,
+            None => {}
+        }
         let in_effect = self.log.in_effect();
         let worst = targets.iter().filter_map(|t| in_effect.get(&t.id)).copied().fold(0.0, f64::max);
         let health = if worst <= *self.tolerated.lock().unwrap() { 1.0 } else { self.degraded };
+        let health = self.forced_health.lock().unwrap().unwrap_or(health);
         Observation { health, metrics: BTreeMap::from([("level_in_effect".to_string(), worst)]) }
     }
 }

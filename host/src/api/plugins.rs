@@ -122,7 +122,8 @@ pub async fn replace_plugin(
 }
 
 /// Unloads a plugin and deletes its file (admin); refused while an
-/// experiment runs on it or the journal holds faults only it can revert.
+/// experiment runs on it. A build whose faults are not all reverted yet is
+/// kept, out of sight, until the reconciler has reverted them.
 #[utoipa::path(delete, path = "/plugins/{name}", params(("name" = String, Path)),
     responses((status = 204), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn delete_plugin(State(state): State<AppState>, caller: Caller, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
@@ -130,8 +131,10 @@ pub async fn delete_plugin(State(state): State<AppState>, caller: Caller, Path(n
     if state.plugins.plugin(&name).is_none() {
         return Err(RegistryError::NotFound(name).into());
     }
-    if state.engine.plugin_in_use(&name).await? {
-        return Err(ApiError::conflict("plugin_in_use", format!("plugin `{name}` has a running experiment or unreverted faults")));
+    // Faults it made that are not reverted yet do not hold it: the registry
+    // keeps that build for the reconciler.
+    if state.engine.plugin_running(&name) {
+        return Err(ApiError::conflict("plugin_in_use", format!("plugin `{name}` has a running experiment")));
     }
     state.plugins.unload(&name)?;
     tracing::info!(plugin = %name, by = %caller.name, "plugin unloaded");

@@ -6,31 +6,38 @@ use super::plan::Intensity;
 /// The most levels a ramp goes through, however small the step.
 const MAX_RAMP_LEVELS: usize = 10;
 
-/// Rises in the fault's steps to the requested intensity, holding each
-/// level for an equal share of the injecting phase.
+/// Rises in the fault's steps to the requested intensity and holds it: the
+/// first level from the start of injecting, the requested one from the end
+/// of the ramp (by default the middle of injecting), the others evenly
+/// between. So the system is observed at the level asked for for at least
+/// half of the phase.
 #[derive(Debug, Clone)]
 pub struct Ramp {
     levels: Vec<f64>,
-    injecting_ms: u64,
+    ramp_ms: u64,
 }
 
 impl Ramp {
     pub fn new(intensity: &Intensity, injecting_ms: u64) -> Self {
         let target = intensity.requested;
-        if !intensity.graded || !intensity.ramp || intensity.step <= 0.0 || target <= intensity.min {
-            return Ramp { levels: vec![target], injecting_ms };
+        let ramp_ms = intensity.ramp_ms.unwrap_or(injecting_ms / 2).min(injecting_ms);
+        if !intensity.graded || !intensity.ramp || ramp_ms == 0 || intensity.step <= 0.0 || target <= intensity.min {
+            return Ramp { levels: vec![target], ramp_ms: 0 };
         }
         let span = target - intensity.min;
         let count = ((span / intensity.step).ceil() as usize).clamp(1, MAX_RAMP_LEVELS);
         let levels = (1..=count).map(|k| intensity.min + span * k as f64 / count as f64).collect();
-        Ramp { levels, injecting_ms }
+        Ramp { levels, ramp_ms }
     }
 
     /// The level at a moment of the injecting phase.
     pub fn level_at(&self, elapsed_ms: u64) -> f64 {
-        let share = self.injecting_ms.max(1) / self.levels.len() as u64;
-        let index = (elapsed_ms / share.max(1)) as usize;
-        self.levels[index.min(self.levels.len() - 1)]
+        let last = self.levels.len() - 1;
+        if last == 0 {
+            return self.levels[0];
+        }
+        let index = u128::from(elapsed_ms) * last as u128 / u128::from(self.ramp_ms.max(1));
+        self.levels[(index as usize).min(last)]
     }
 
     pub fn levels(&self) -> &[f64] {
@@ -92,17 +99,32 @@ mod tests {
     use faultline_plugin_runtime::model::IntensityScope;
 
     fn intensity(requested: f64, step: f64) -> Intensity {
-        Intensity { requested, min: 0.0, step, unit: "percent".into(), scope: IntensityScope::PerTarget, graded: true, ramp: true }
+        Intensity { requested, min: 0.0, step, unit: "percent".into(), scope: IntensityScope::PerTarget, graded: true, ramp: true, ramp_ms: None }
     }
 
     #[test]
-    fn ramp_climbs_in_steps_to_the_requested_level() {
-        let ramp = Ramp::new(&intensity(80.0, 20.0), 4000);
+    fn by_default_the_ramp_reaches_the_requested_level_at_the_middle_of_injecting_and_holds_it() {
+        let ramp = Ramp::new(&intensity(80.0, 20.0), 6000);
         assert_eq!(ramp.levels(), &[20.0, 40.0, 60.0, 80.0]);
         assert_eq!(ramp.level_at(0), 20.0);
-        assert_eq!(ramp.level_at(1999), 40.0);
-        assert_eq!(ramp.level_at(3999), 80.0);
-        assert_eq!(ramp.level_at(10_000), 80.0);
+        assert_eq!(ramp.level_at(999), 20.0);
+        assert_eq!(ramp.level_at(1000), 40.0);
+        assert_eq!(ramp.level_at(2000), 60.0);
+        assert_eq!(ramp.level_at(2999), 60.0);
+        assert_eq!(ramp.level_at(3000), 80.0);
+        assert_eq!(ramp.level_at(5999), 80.0);
+    }
+
+    #[test]
+    fn ramp_seconds_sets_when_the_requested_level_is_reached() {
+        let ramp = Ramp::new(&Intensity { ramp_ms: Some(1000), ..intensity(80.0, 20.0) }, 6000);
+        assert_eq!(ramp.level_at(0), 20.0);
+        assert_eq!(ramp.level_at(1000), 80.0);
+        let held = Ramp::new(&Intensity { ramp_ms: Some(0), ..intensity(80.0, 20.0) }, 6000);
+        assert_eq!(held.levels(), &[80.0]);
+        let whole = Ramp::new(&Intensity { ramp_ms: Some(6000), ..intensity(80.0, 20.0) }, 6000);
+        assert_eq!(whole.level_at(5999), 60.0);
+        assert_eq!(whole.level_at(6000), 80.0);
     }
 
     #[test]

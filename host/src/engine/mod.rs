@@ -10,9 +10,11 @@ mod fan_out;
 pub mod guardrails;
 pub mod intensity;
 pub mod plan;
+mod reconcile;
 mod recovery;
 mod run;
 pub mod score;
+mod supervisor;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,7 +35,8 @@ use crate::plugins::{PluginEntry, PluginRegistry};
 use crate::store::{EmergencyStopRow, ExperimentRow, Store, StoreError, now_ms};
 use crate::telemetry::Metrics;
 
-/// How long a shutdown waits for running experiments to roll back.
+/// How long a shutdown waits for running experiments to roll back, and
+/// then for the engine's tasks to end.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -64,6 +67,36 @@ pub enum Interrupt {
     Emergency { by: String },
     Shutdown,
     Aborted(String),
+}
+
+impl Interrupt {
+    /// The state an experiment ends in when this ended it.
+    pub fn end_state(&self) -> &'static str {
+        match self {
+            Interrupt::Aborted(_) => "aborted",
+            _ => "stopped",
+        }
+    }
+
+    /// The `stop_reason` it leaves.
+    pub fn reason(&self) -> String {
+        match self {
+            Interrupt::Stopped { by } => format!("stopped by {by}"),
+            Interrupt::Emergency { by } => format!("emergency stop by {by}"),
+            Interrupt::Shutdown => "host shutdown".into(),
+            Interrupt::Aborted(why) => why.clone(),
+        }
+    }
+
+    /// The rollback's reason, as the metrics label it.
+    pub fn rollback_label(&self) -> &'static str {
+        match self {
+            Interrupt::Stopped { .. } => "stop",
+            Interrupt::Emergency { .. } => "emergency_stop",
+            Interrupt::Shutdown => "shutdown",
+            Interrupt::Aborted(_) => "guardrail",
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -131,11 +164,17 @@ struct Inner {
     /// start cannot slip past one being engaged.
     halted: Mutex<Option<EmergencyStopRow>>,
     tasks: TaskTracker,
+    /// Set under the `running` lock, so no start slips past a shutdown.
     closed: AtomicBool,
+    /// Ends the engine's own background work (the reconciler) at shutdown.
+    closing: CancellationToken,
+    /// How long past its planned end (or past a stop) a run may go on
+    /// before its supervisor cuts it off.
+    run_margin: Duration,
 }
 
 impl Engine {
-    pub fn new(store: Store, plugins: Arc<PluginRegistry>, metrics: Arc<Metrics>) -> Self {
+    pub fn new(store: Store, plugins: Arc<PluginRegistry>, metrics: Arc<Metrics>, run_margin: Duration) -> Self {
         Engine {
             inner: Arc::new(Inner {
                 store,
@@ -145,6 +184,8 @@ impl Engine {
                 halted: Mutex::default(),
                 tasks: TaskTracker::new(),
                 closed: AtomicBool::new(false),
+                closing: CancellationToken::new(),
+                run_margin,
             }),
         }
     }
@@ -169,9 +210,6 @@ impl Engine {
         platform: Arc<dyn Platform>,
         created_by: &str,
     ) -> Result<ExperimentRow, EngineError> {
-        if self.inner.closed.load(Ordering::SeqCst) {
-            return Err(EngineError::Closed);
-        }
         let now = now_ms();
         let id = uuid::Uuid::new_v4().to_string();
         let cancel = CancellationToken::new();
@@ -182,6 +220,9 @@ impl Engine {
         // Checked and claimed under one lock: two starts at once cannot both pass.
         {
             let mut running = self.inner.running.lock().expect("running lock");
+            if self.inner.closed.load(Ordering::SeqCst) {
+                return Err(EngineError::Closed);
+            }
             if let Some(halt) = self.inner.halted.lock().expect("halted lock").clone() {
                 return Err(EngineError::Halted(halt));
             }
@@ -229,11 +270,21 @@ impl Engine {
             self.inner.running.lock().expect("running lock").remove(&row.id);
             return Err(e.into());
         }
+        let supervised = supervisor::Supervised {
+            id: row.id.clone(),
+            planned: Duration::from_millis(plan.phases.total_ms()),
+            cancel: cancel.clone(),
+            interrupt: interrupt.clone(),
+            platform: platform.clone(),
+            targets: plan.targets.clone(),
+        };
         let run = run::Run::new(row.id.clone(), plan, plugin, platform, self.inner.store.clone(), self.inner.metrics.clone(), cancel, interrupt);
         let engine = self.clone();
         let id = row.id.clone();
         self.inner.tasks.spawn(async move {
-            run.run().await;
+            engine.supervise(run, supervised).await;
+            // Only now are its targets free and its stop answered: the
+            // supervisor has settled it whatever happened inside.
             engine.inner.running.lock().expect("running lock").remove(&id);
             let _ = done_tx.send(true);
         });
@@ -333,24 +384,32 @@ impl Engine {
         Ok(halt)
     }
 
-    /// Refuses new experiments, rolls back the running ones, and waits for them.
+    /// Refuses new experiments, rolls back the running ones, and waits for
+    /// them, for a bounded time: what is left stays in the journal for the
+    /// next start, and every effect has its time-to-live anyway.
     pub async fn shutdown(&self) {
-        self.inner.closed.store(true, Ordering::SeqCst);
+        {
+            // Under the lock starts check it: no start is accepted after this.
+            let _running = self.inner.running.lock().expect("running lock");
+            self.inner.closed.store(true, Ordering::SeqCst);
+        }
         if tokio::time::timeout(SHUTDOWN_GRACE, self.interrupt_all(Interrupt::Shutdown)).await.is_err() {
             tracing::error!("rollbacks did not finish within {SHUTDOWN_GRACE:?}; the journal keeps what is left for the next start");
         }
+        self.inner.closing.cancel();
         self.inner.tasks.close();
-        self.inner.tasks.wait().await;
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.inner.tasks.wait()).await.is_err() {
+            tracing::error!("the engine's tasks did not end within {SHUTDOWN_GRACE:?}; leaving them");
+        }
     }
 
     pub fn is_running(&self, id: &str) -> bool {
         self.inner.running.lock().expect("running lock").contains_key(id)
     }
 
-    /// Whether a plugin is needed: an experiment runs on it, or the journal
-    /// holds faults only it can revert.
-    pub async fn plugin_in_use(&self, plugin: &str) -> Result<bool, StoreError> {
-        let running = self.inner.running.lock().expect("running lock").values().any(|r| r.plugin == plugin);
-        Ok(running || self.inner.store.open_injections_of_plugin(plugin).await? > 0)
+    /// Whether an experiment runs on a plugin. (Open journal rows do not
+    /// hold a plugin: the registry keeps the build that made them.)
+    pub fn plugin_running(&self, plugin: &str) -> bool {
+        self.inner.running.lock().expect("running lock").values().any(|r| r.plugin == plugin)
     }
 }

@@ -61,6 +61,10 @@ pub struct Intensity {
     pub graded: bool,
     /// Climb in steps to the requested level (the default), or hold it throughout.
     pub ramp: bool,
+    /// When the ramp reaches the requested level, from the start of
+    /// injecting; by default the middle of injecting.
+    #[serde(default)]
+    pub ramp_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

@@ -12,6 +12,7 @@ use super::fan_out::{Call, fan_out};
 use super::guardrails::AbortWatch;
 use super::intensity::{Adaptive, Ramp};
 use super::plan::Plan;
+use super::reconcile;
 use super::score::{ScoreInputs, score};
 use super::{Interrupt, Phase};
 use crate::platforms::probes::Prober;
@@ -102,11 +103,13 @@ impl Run {
         };
         self.enter(Phase::Recovering).await;
         let rollback_failures = self.rollback(failure.as_deref()).await;
-        let interrupt = self.interrupt.lock().expect("interrupt lock").clone();
         // A stopped or failed run is watched just long enough to take one
         // reading: the user asked for it to end.
-        let watch_ms = if failure.is_none() && interrupt.is_none() { self.plan.phases.recovering_ms } else { 0 };
+        let ending = failure.is_some() || self.interrupt.lock().expect("interrupt lock").is_some();
+        let watch_ms = if ending { 0 } else { self.plan.phases.recovering_ms };
         let recovered_after_ms = self.watch_recovery(watch_ms).await;
+        // Read again: a stop may have come while recovery was watched.
+        let interrupt = self.interrupt.lock().expect("interrupt lock").clone();
         self.finish(failure, interrupt, rollback_failures, recovered_after_ms).await;
         self.platform.unwatch(&self.plan.targets).await;
     }
@@ -135,8 +138,6 @@ impl Run {
             .then(|| Adaptive::new(&self.plan.intensity, baseline_health, self.plan.tolerance));
         let first = adaptive.as_ref().map_or(ramp.level_at(0), Adaptive::current);
 
-        let instance = self.plugin.plugin.instantiate(Some(&self.id)).await.map_err(|e| Failure(e.to_string()))?;
-        self.instance = Some(instance);
         self.apply(first).await?;
 
         while Instant::now() < until {
@@ -165,9 +166,9 @@ impl Run {
 
     /// Brings the fault to `level`: adjusts per-target faults, or injects
     /// into / reverts from more targets when intensity is a share of them.
+    /// `self.level` becomes `level` once it is in effect.
     async fn apply(&mut self, level: f64) -> Result<(), Failure> {
         let previous = self.level;
-        self.level = level;
         let share = self.plan.intensity.scope == IntensityScope::ShareOfTargets && self.plan.intensity.graded;
         if share {
             let n = self.plan.targets.len();
@@ -184,16 +185,20 @@ impl Run {
                 let active = self.active.pop().expect("more active than wanted");
                 self.revert_one(active, "adjust").await;
             }
-        } else if self.active.is_empty() {
+        } else if !self.injected_once {
             self.inject(self.plan.targets.clone(), level).await?;
         } else {
-            for i in 0..self.active.len() {
-                self.adjust(i, level).await?;
+            // By journal id: an adjust may revert and re-inject, or drop a
+            // target that went away, so positions do not stay put.
+            let ids: Vec<String> = self.active.iter().map(|a| a.journal_id.clone()).collect();
+            for id in ids {
+                self.adjust(&id, level).await?;
             }
         }
         if !self.injected_once {
             return Err(Failure("no target could be injected: every one was unavailable".into()));
         }
+        self.level = level;
         let _ = self.store.set_intensity(&self.id, level, self.max_tolerated).await;
         if previous != level {
             self.event("intensity", &format!("{previous} -> {level} {}", self.plan.intensity.unit)).await;
@@ -220,6 +225,10 @@ impl Run {
                 error: None,
                 injected_at: now_ms(),
                 reverted_at: None,
+                plugin_digest: Some(self.plugin.plugin.digest().to_string()),
+                expires_at: Some(now_ms() + i64::from(self.plan.ttl_seconds) * 1000),
+                attempts: 0,
+                next_attempt_at: None,
             };
             self.store.journal_pending(&row).await.map_err(|e| Failure(format!("journal: {e}")))?;
             journal_ids.push(row.id);
@@ -257,29 +266,28 @@ impl Run {
     }
 
     /// Changes one injection's intensity; a driver that cannot adjust in
-    /// place is reverted and injected again.
-    async fn adjust(&mut self, index: usize, level: f64) -> Result<(), Failure> {
+    /// place is reverted and injected again (a target that went away is
+    /// then skipped).
+    async fn adjust(&mut self, journal_id: &str, level: f64) -> Result<(), Failure> {
+        let Some(index) = self.active.iter().position(|a| a.journal_id == journal_id) else { return Ok(()) };
         let settings = self.plan.settings(level);
-        let instance = self.instance.as_mut().expect("instance during injecting");
+        let token = self.active[index].token.clone();
         let took = Instant::now();
-        let outcome = instance.adjust(&self.active[index].token, &settings).await;
+        let outcome = match self.instance().await {
+            Ok(instance) => instance.adjust(&token, &settings).await,
+            Err(e) => Err(e),
+        };
         self.metrics.plugin_call(&self.plan.plugin, "adjust", took.elapsed());
         match outcome {
             Ok(token) => {
-                let active = &mut self.active[index];
-                active.token = token;
-                self.store
-                    .journal_active(&active.journal_id, &active.token, level)
-                    .await
-                    .map_err(|e| Failure(format!("journal: {e}")))
+                self.active[index].token = token.clone();
+                self.store.journal_active(journal_id, &token, level).await.map_err(|e| Failure(format!("journal: {e}")))
             }
             Err(CallError::Fault(_)) => {
                 let active = self.active.remove(index);
                 let target = active.target.clone();
                 if self.revert_one(active, "adjust").await {
                     self.inject(vec![target], level).await?;
-                    let last = self.active.pop().expect("just injected");
-                    self.active.insert(index, last);
                 }
                 Ok(())
             }
@@ -287,15 +295,21 @@ impl Run {
         }
     }
 
+    /// A usable instance for a single call: the run's own, or a fresh one
+    /// when it trapped (or the last fan-out kept none).
+    async fn instance(&mut self) -> Result<&mut FaultInstance, CallError> {
+        if !self.instance.as_ref().is_some_and(FaultInstance::is_usable) {
+            self.instance = Some(self.plugin.plugin.instantiate(Some(&self.id)).await?);
+        }
+        Ok(self.instance.as_mut().expect("just made usable"))
+    }
+
     /// Reverts every active injection; returns what could not be reverted.
     async fn rollback(&mut self, failure: Option<&str>) -> Vec<String> {
         let interrupt = self.interrupt.lock().expect("interrupt lock").clone();
         let reason = match (failure, interrupt) {
             (Some(_), _) => "failure",
-            (None, Some(Interrupt::Stopped { .. })) => "stop",
-            (None, Some(Interrupt::Emergency { .. })) => "emergency_stop",
-            (None, Some(Interrupt::Shutdown)) => "shutdown",
-            (None, Some(Interrupt::Aborted(_))) => "guardrail",
+            (None, Some(i)) => i.rollback_label(),
             (None, None) => "end",
         };
         // Every target at once first; what fails gets revert_one's retries
@@ -321,23 +335,16 @@ impl Run {
     }
 
     /// Reverts one injection, with a fresh instance when the current one is
-    /// unusable. Returns whether it was reverted; if not, the journal keeps it
-    /// open so the next start tries again.
+    /// unusable. Returns whether it was reverted; if not, the journal row
+    /// stays open and goes to the reconciler, which keeps trying.
     async fn revert_one(&mut self, active: Active, reason: &str) -> bool {
         let mut last_error = String::new();
         for _ in 0..REVERT_ATTEMPTS {
-            if !self.instance.as_ref().is_some_and(FaultInstance::is_usable) {
-                match self.plugin.plugin.instantiate(Some(&self.id)).await {
-                    Ok(fresh) => self.instance = Some(fresh),
-                    Err(e) => {
-                        last_error = e.to_string();
-                        continue;
-                    }
-                }
-            }
-            let instance = self.instance.as_mut().expect("a usable instance");
             let took = Instant::now();
-            let outcome = instance.revert(&active.token).await;
+            let outcome = match self.instance().await {
+                Ok(instance) => instance.revert(&active.token).await,
+                Err(e) => Err(e),
+            };
             self.metrics.plugin_call(&self.plan.plugin, "revert", took.elapsed());
             match outcome {
                 Ok(()) | Err(CallError::Fault(FaultError::TargetUnavailable(_))) => {
@@ -347,9 +354,9 @@ impl Run {
                 Err(e) => last_error = e.to_string(),
             }
         }
-        let _ = self.store.journal_note(&active.journal_id, &last_error).await;
+        let _ = self.store.journal_retry(&active.journal_id, &last_error, reconcile::first_retry_at()).await;
         self.metrics.rollback(reason, "failed");
-        self.event("revert_failed", &format!("{}: {last_error}", active.target.name)).await;
+        self.event("revert_failed", &format!("{}: {last_error}; the reconciler keeps trying", active.target.name)).await;
         false
     }
 
@@ -392,17 +399,19 @@ impl Run {
         rollback_failures: Vec<String>,
         recovered_after_ms: Option<u64>,
     ) {
-        let (state, stop_reason) = match (&failure, &interrupt) {
+        let (mut state, stop_reason) = match (&failure, &interrupt) {
             (Some(_), _) => ("failed", None),
-            (None, Some(Interrupt::Stopped { by })) => ("stopped", Some(format!("stopped by {by}"))),
-            (None, Some(Interrupt::Emergency { by })) => ("stopped", Some(format!("emergency stop by {by}"))),
-            (None, Some(Interrupt::Shutdown)) => ("stopped", Some("host shutdown".to_string())),
-            (None, Some(Interrupt::Aborted(why))) => ("aborted", Some(why.clone())),
+            (None, Some(i)) => (i.end_state(), Some(i.reason())),
             (None, None) => ("completed", None),
         };
         let mut error = failure;
-        if !rollback_failures.is_empty() {
-            let note = format!("could not revert on {}; kept in the journal for the next start", rollback_failures.join(", "));
+        // Whatever the run believes, the journal says what is still open
+        // (a revert that failed during a ramp step counts too): no clean end then.
+        let open = self.store.open_injections_of(&self.id).await.map(|rows| rows.into_iter().map(|r| r.target_name).collect());
+        let open: Vec<String> = open.unwrap_or(rollback_failures);
+        if !open.is_empty() {
+            state = "failed";
+            let note = format!("could not revert on {}; the reconciler retries until reverted or expired", open.join(", "));
             error = Some(error.map_or(note.clone(), |e| format!("{e}; {note}")));
         }
         let score = (state != "failed").then(|| {

@@ -1,6 +1,10 @@
 //! The fault plugins this host has loaded: built-ins, then the operator's
 //! plugins directory, then uploads. The directory is the source of truth for
 //! operator plugins: an upload is written there, so it survives a restart.
+//! A build that is replaced or unloaded is retired, not dropped: faults it
+//! made may still need it to be reverted. Its file moves to
+//! `<plugins>/.retired/<digest>.wasm` (out of the loading path) until the
+//! engine releases it.
 
 mod grants;
 
@@ -58,7 +62,12 @@ struct Loaded {
     plugins: BTreeMap<String, Arc<PluginEntry>>,
     /// Fault names and aliases to plugin names.
     faults: BTreeMap<String, String>,
+    /// Replaced or unloaded builds, by digest, kept for their faults' reverts.
+    retired: BTreeMap<String, Arc<PluginEntry>>,
 }
+
+/// Where retired builds' components are kept, inside the plugins directory.
+const RETIRED_DIR: &str = ".retired";
 
 pub struct PluginRegistry {
     engine: PluginEngine,
@@ -134,24 +143,81 @@ impl PluginRegistry {
         }
         let plugin = self.engine.load(name, bytes, &self.grants.for_plugin(name)).await?;
         self.check_faults_free(&plugin)?;
+        self.retire(name)?;
         write_atomically(&self.dir.join(format!("{name}.wasm")), bytes)?;
         self.register(plugin, Source::Upload)
     }
 
-    /// Unloads an operator plugin and deletes its file.
+    /// Unloads an operator plugin; its build is retired with its file.
     pub fn unload(&self, name: &str) -> Result<(), RegistryError> {
-        let mut loaded = self.loaded.write().expect("plugin registry lock");
-        let entry = loaded.plugins.get(name).ok_or_else(|| RegistryError::NotFound(name.into()))?;
+        let entry = self.plugin(name).ok_or_else(|| RegistryError::NotFound(name.into()))?;
         if entry.source == Source::Builtin {
             return Err(RegistryError::Builtin(name.into()));
         }
-        match std::fs::remove_file(self.dir.join(format!("{name}.wasm"))) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-            _ => {}
-        }
+        self.retire(name)?;
+        let mut loaded = self.loaded.write().expect("plugin registry lock");
         loaded.plugins.remove(name);
         loaded.faults.retain(|_, owner| owner != name);
         Ok(())
+    }
+
+    /// Keeps the current build of an operator plugin aside, with its file,
+    /// before it is replaced or unloaded.
+    fn retire(&self, name: &str) -> Result<(), RegistryError> {
+        let Some(old) = self.plugin(name).filter(|p| p.source != Source::Builtin) else { return Ok(()) };
+        let digest = old.plugin.digest().to_string();
+        std::fs::create_dir_all(self.dir.join(RETIRED_DIR))?;
+        match std::fs::rename(self.dir.join(format!("{name}.wasm")), self.retired_path(&digest)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
+        self.loaded.write().expect("plugin registry lock").retired.insert(digest, old);
+        Ok(())
+    }
+
+    fn retired_path(&self, digest: &str) -> PathBuf {
+        self.dir.join(RETIRED_DIR).join(format!("{digest}.wasm"))
+    }
+
+    /// The build of plugin `name` with this digest: the loaded one, a
+    /// retired one (loaded again from its kept file after a restart), or,
+    /// when that build is gone, whatever `name` is now.
+    pub async fn build(&self, name: &str, digest: Option<&str>) -> Option<Arc<PluginEntry>> {
+        let current = self.plugin(name);
+        let Some(digest) = digest else { return current };
+        if let Some(entry) = current.as_ref().filter(|c| c.plugin.digest() == digest) {
+            return Some(entry.clone());
+        }
+        if let Some(entry) = self.loaded.read().expect("plugin registry lock").retired.get(digest) {
+            return Some(entry.clone());
+        }
+        if let Ok(bytes) = std::fs::read(self.retired_path(digest)) {
+            match self.engine.load(name, &bytes, &self.grants.for_plugin(name)).await {
+                Ok(plugin) => {
+                    let entry = Arc::new(PluginEntry { plugin, source: Source::Directory, loaded_at: now_ms() });
+                    self.loaded.write().expect("plugin registry lock").retired.insert(digest.into(), entry.clone());
+                    return Some(entry);
+                }
+                Err(e) => tracing::warn!(plugin = name, digest, "a retired build did not load: {e}"),
+            }
+        }
+        current
+    }
+
+    /// Digests of the retired builds, in memory or kept on disk by an earlier process.
+    pub fn retired(&self) -> Vec<String> {
+        let mut digests: Vec<String> = self.loaded.read().expect("plugin registry lock").retired.keys().cloned().collect();
+        let kept = std::fs::read_dir(self.dir.join(RETIRED_DIR)).into_iter().flatten().flatten();
+        digests.extend(kept.filter_map(|f| f.path().file_stem().map(|s| s.to_string_lossy().into_owned())));
+        digests.sort();
+        digests.dedup();
+        digests
+    }
+
+    /// Drops a retired build that no fault needs any more, and its file.
+    pub fn release(&self, digest: &str) {
+        self.loaded.write().expect("plugin registry lock").retired.remove(digest);
+        let _ = std::fs::remove_file(self.retired_path(digest));
     }
 
     /// The plugin that provides a fault type, by name or alias.

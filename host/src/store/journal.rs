@@ -10,8 +10,13 @@ pub enum InjectionState {
     Pending,
     /// Injected, with a token that undoes it.
     Active,
+    /// A revert failed; the reconciler retries it with backoff until it
+    /// succeeds or the fault's time-to-live has ended it. Still open.
+    Retrying,
     /// Undone.
     Reverted,
+    /// Never reverted, but past its time-to-live: the effect ended itself.
+    Expired,
     /// The driver failed before injecting anything it could name.
     Failed,
     /// A host died between calling the driver and storing its token: no token
@@ -24,7 +29,9 @@ impl InjectionState {
         match self {
             InjectionState::Pending => "pending",
             InjectionState::Active => "active",
+            InjectionState::Retrying => "retrying",
             InjectionState::Reverted => "reverted",
+            InjectionState::Expired => "expired",
             InjectionState::Failed => "failed",
             InjectionState::Unknown => "unknown",
         }
@@ -44,7 +51,18 @@ pub struct InjectionRow {
     pub error: Option<String>,
     pub injected_at: i64,
     pub reverted_at: Option<i64>,
+    /// SHA-256 of the plugin build that made it: the build that reverts it.
+    pub plugin_digest: Option<String>,
+    /// When the fault's own time-to-live ends it, whatever the host does.
+    pub expires_at: Option<i64>,
+    /// Failed reverts so far.
+    pub attempts: i64,
+    /// When the reconciler tries again (retrying rows).
+    pub next_attempt_at: Option<i64>,
 }
+
+/// The states of a row that still needs a revert (or a closing word).
+const OPEN: &str = "('pending', 'active', 'retrying')";
 
 fn injection_row(r: &sqlx::sqlite::SqliteRow) -> InjectionRow {
     InjectionRow {
@@ -59,6 +77,10 @@ fn injection_row(r: &sqlx::sqlite::SqliteRow) -> InjectionRow {
         error: r.get("error"),
         injected_at: r.get("injected_at"),
         reverted_at: r.get("reverted_at"),
+        plugin_digest: r.get("plugin_digest"),
+        expires_at: r.get("expires_at"),
+        attempts: r.get("attempts"),
+        next_attempt_at: r.get("next_attempt_at"),
     }
 }
 
@@ -66,8 +88,8 @@ impl Store {
     /// Records that a driver is about to be called for a target.
     pub async fn journal_pending(&self, row: &InjectionRow) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO injections (id, experiment_id, plugin, target_id, target_name, intensity, state, injected_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7)",
+            "INSERT INTO injections (id, experiment_id, plugin, target_id, target_name, intensity, state, injected_at, plugin_digest, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9)",
         )
         .bind(&row.id)
         .bind(&row.experiment_id)
@@ -76,6 +98,8 @@ impl Store {
         .bind(&row.target_name)
         .bind(row.intensity)
         .bind(row.injected_at)
+        .bind(&row.plugin_digest)
+        .bind(row.expires_at)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -105,10 +129,49 @@ impl Store {
         Ok(())
     }
 
-    /// Notes a failed revert on a still-active injection, so status shows it.
+    /// Notes why an open injection is not reverted yet, so status shows it.
     pub async fn journal_note(&self, id: &str, error: &str) -> StoreResult<()> {
         sqlx::query("UPDATE injections SET error = $1 WHERE id = $2").bind(error).bind(id).execute(&self.pool).await?;
         Ok(())
+    }
+
+    /// A revert failed: hands the row to the reconciler, which tries again
+    /// at `next_attempt_at`.
+    pub async fn journal_retry(&self, id: &str, error: &str, next_attempt_at: i64) -> StoreResult<()> {
+        sqlx::query("UPDATE injections SET state = 'retrying', error = $1, attempts = attempts + 1, next_attempt_at = $2 WHERE id = $3")
+            .bind(error)
+            .bind(next_attempt_at)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Retrying rows whose next attempt is due.
+    pub async fn due_retries(&self, now: i64) -> StoreResult<Vec<InjectionRow>> {
+        let rows = sqlx::query("SELECT * FROM injections WHERE state = 'retrying' AND COALESCE(next_attempt_at, 0) <= $1 ORDER BY next_attempt_at")
+            .bind(now)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(injection_row).collect())
+    }
+
+    /// One experiment's injections that are not closed yet.
+    pub async fn open_injections_of(&self, experiment_id: &str) -> StoreResult<Vec<InjectionRow>> {
+        let rows = sqlx::query(&format!("SELECT * FROM injections WHERE experiment_id = $1 AND state IN {OPEN} ORDER BY injected_at"))
+            .bind(experiment_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(injection_row).collect())
+    }
+
+    /// Whether any open injection was made by the plugin build with this digest.
+    pub async fn build_has_open_injections(&self, digest: &str) -> StoreResult<bool> {
+        let row = sqlx::query(&format!("SELECT COUNT(*) AS n FROM injections WHERE plugin_digest = $1 AND state IN {OPEN}"))
+            .bind(digest)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.get::<i64, _>("n") > 0)
     }
 
     pub async fn injections(&self, experiment_id: &str) -> StoreResult<Vec<InjectionRow>> {
@@ -121,18 +184,9 @@ impl Store {
 
     /// Every injection not yet closed, across experiments: what a restart reverts.
     pub async fn open_injections(&self) -> StoreResult<Vec<InjectionRow>> {
-        let rows = sqlx::query("SELECT * FROM injections WHERE state IN ('pending', 'active') ORDER BY injected_at")
+        let rows = sqlx::query(&format!("SELECT * FROM injections WHERE state IN {OPEN} ORDER BY injected_at"))
             .fetch_all(&self.pool)
             .await?;
         Ok(rows.iter().map(injection_row).collect())
-    }
-
-    /// Open injections made by one plugin: it cannot be unloaded while any exist.
-    pub async fn open_injections_of_plugin(&self, plugin: &str) -> StoreResult<i64> {
-        let row = sqlx::query("SELECT COUNT(*) AS n FROM injections WHERE plugin = $1 AND state IN ('pending', 'active')")
-            .bind(plugin)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(row.get("n"))
     }
 }

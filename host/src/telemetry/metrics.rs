@@ -44,6 +44,7 @@ pub struct Metrics {
     rollbacks: Family<RollbackLabels, Counter>,
     plugin_calls: CallHistograms,
     emergency_stop: Gauge,
+    broken_runs: Counter,
 }
 
 impl Default for Metrics {
@@ -59,7 +60,9 @@ impl Default for Metrics {
         registry.register("plugin_call_duration_seconds", "Duration of calls into fault plugins", plugin_calls.clone());
         let emergency_stop = Gauge::default();
         registry.register("emergency_stop_engaged", "1 while an emergency stop is in force", emergency_stop.clone());
-        Metrics { registry, experiments, injections, rollbacks, plugin_calls, emergency_stop }
+        let broken_runs = Counter::default();
+        registry.register("broken_runs", "Runs the supervisor had to settle (a panic or an overrun inside the host)", broken_runs.clone());
+        Metrics { registry, experiments, injections, rollbacks, plugin_calls, emergency_stop, broken_runs }
     }
 }
 
@@ -71,6 +74,11 @@ impl Metrics {
 
     pub fn rollback(&self, reason: &str, outcome: &str) {
         self.rollbacks.get_or_create(&RollbackLabels { reason: reason.into(), outcome: outcome.into() }).inc();
+    }
+
+    /// A run panicked or overran and its supervisor settled it.
+    pub fn broken_run(&self) {
+        self.broken_runs.inc();
     }
 
     pub fn plugin_call(&self, plugin: &str, call: &str, took: Duration) {

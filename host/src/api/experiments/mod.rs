@@ -250,7 +250,7 @@ pub async fn metrics(
     caller.require(Role::Viewer)?;
     let row = experiment(&state, &platform_name, &id).await?;
     let samples = state.store.samples(&id).await?;
-    Ok(Json(Metrics::new(row, samples)))
+    Ok(Json(Metrics::new(row, samples)?))
 }
 
 /// Stops an experiment (engineer): every fault is rolled back before the

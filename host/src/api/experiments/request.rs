@@ -34,6 +34,11 @@ pub struct StartRequest {
     pub adaptive: bool,
     /// Climb to `intensity` in the fault's steps (the default); false holds it throughout.
     pub ramp: Option<bool>,
+    /// Seconds from the start of injecting until the ramp reaches
+    /// `intensity` (0 to the injecting phase's length); by default half
+    /// of the injecting phase. The level is then held to its end.
+    #[schema(minimum = 0)]
+    pub ramp_seconds: Option<f64>,
     /// In the fault's unit; defaults to the fault's default. The ceiling in adaptive mode.
     pub intensity: Option<f64>,
     /// Parameters besides intensity, as the fault type declares them.
@@ -81,7 +86,8 @@ impl StartRequest {
             return Err(invalid("missing_targets", "give at least one target, and no empty one"));
         }
         let phases = self.phases(limits)?;
-        let intensity = self.intensity(fault)?;
+        let mut intensity = self.intensity(fault)?;
+        intensity.ramp_ms = self.ramp_ms(&phases)?;
         let tolerance = self.tolerance.unwrap_or(DEFAULT_TOLERANCE);
         if !(0.0..=1.0).contains(&tolerance) {
             return Err(invalid("tolerance_out_of_range", "tolerance must be between 0 and 1"));
@@ -174,6 +180,7 @@ impl StartRequest {
                 scope: IntensityScope::PerTarget,
                 graded: false,
                 ramp: false,
+                ramp_ms: None,
             });
         };
         let requested = self.intensity.unwrap_or(spec.default);
@@ -185,7 +192,24 @@ impl StartRequest {
             .with(json!({ "min": spec.min, "max": spec.max, "unit": spec.unit })));
         }
         let ramp = self.ramp.unwrap_or(true);
-        Ok(Intensity { requested, min: spec.min, step: spec.step, unit: spec.unit.clone(), scope: spec.scope, graded: true, ramp })
+        Ok(Intensity { requested, min: spec.min, step: spec.step, unit: spec.unit.clone(), scope: spec.scope, graded: true, ramp, ramp_ms: None })
+    }
+
+    /// `ramp_seconds` in milliseconds, within the injecting phase.
+    fn ramp_ms(&self, phases: &PhaseLengths) -> Result<Option<u64>, ApiError> {
+        let Some(seconds) = self.ramp_seconds else { return Ok(None) };
+        let injecting = phases.injecting_ms as f64 / 1000.0;
+        if !seconds.is_finite() || seconds < 0.0 || seconds > injecting {
+            return Err(invalid("invalid_ramp", format!("ramp_seconds must be between 0 and the injecting phase's {injecting} s"))
+                .with(json!({ "min": 0, "max": injecting })));
+        }
+        if self.ramp == Some(false) && seconds > 0.0 {
+            return Err(invalid("invalid_ramp", "ramp: false holds the intensity from the start; ramp_seconds would ramp it"));
+        }
+        if self.adaptive {
+            return Err(invalid("invalid_ramp", "adaptive intensity follows health, not a ramp; leave out ramp_seconds"));
+        }
+        Ok(Some((seconds * 1000.0).round() as u64))
     }
 }
 

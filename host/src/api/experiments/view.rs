@@ -97,7 +97,9 @@ impl Started {
 
 #[derive(Serialize, ToSchema)]
 pub struct IntensityView {
-    /// Level in effect now (or last, once ended); null before injecting.
+    /// Level in effect on the targets now (or last, once ended): set once
+    /// a level has taken, so it trails a ramp step until the step is done;
+    /// null before injecting.
     pub current: Option<f64>,
     pub requested: f64,
     pub unit: String,
@@ -122,7 +124,9 @@ pub struct Timing {
 pub struct TargetStatus {
     pub id: String,
     pub name: String,
-    /// none, pending, active, reverted, failed or unknown.
+    /// none, pending, active, retrying (a revert failed; the reconciler
+    /// retries it), reverted, expired (never reverted, past its
+    /// time-to-live), failed or unknown.
     pub injection: String,
     pub intensity: Option<f64>,
     pub error: Option<String>,
@@ -149,6 +153,10 @@ pub struct Status {
     pub intensity: IntensityView,
     pub timing: Timing,
     pub targets: Vec<TargetStatus>,
+    /// Injections not reverted yet: in effect while the experiment runs,
+    /// and after it only when a revert failed (the reconciler retries
+    /// those until they are reverted or their time-to-live ends them).
+    pub open_injections: Vec<OpenInjection>,
     /// The resilience score, once ended (not for failed experiments).
     pub score: Option<f64>,
     /// Components of the score and other results.
@@ -165,6 +173,23 @@ pub struct Status {
     /// The limits the request set: sizes checked at start, abort conditions watched.
     pub guardrails: Guardrails,
     pub events: Vec<Event>,
+}
+
+/// A journal row still open.
+#[derive(Serialize, ToSchema)]
+pub struct OpenInjection {
+    pub target: String,
+    /// pending, active or retrying.
+    pub state: String,
+    pub intensity: f64,
+    /// Why the last revert failed.
+    pub error: Option<String>,
+    /// Failed reverts so far.
+    pub attempts: i64,
+    /// When the reconciler tries again (ms since the epoch).
+    pub next_attempt_at: Option<i64>,
+    /// When the fault's own time-to-live ends it (ms since the epoch).
+    pub expires_at: Option<i64>,
 }
 
 pub fn plan_of(row: &ExperimentRow) -> Result<Plan, StoreError> {
@@ -189,7 +214,21 @@ impl Status {
                 }
             })
             .collect();
+        let open_injections = injections
+            .iter()
+            .filter(|i| matches!(i.state.as_str(), "pending" | "active" | "retrying"))
+            .map(|i| OpenInjection {
+                target: i.target_name.clone(),
+                state: i.state.clone(),
+                intensity: i.intensity,
+                error: i.error.clone(),
+                attempts: i.attempts,
+                next_attempt_at: i.next_attempt_at,
+                expires_at: i.expires_at,
+            })
+            .collect();
         Ok(Status {
+            open_injections,
             platform: row.platform.clone(),
             state: row.state.clone(),
             phase: row.phase.clone(),
@@ -266,7 +305,10 @@ pub struct PhaseSummary {
 pub struct Sample {
     pub at: i64,
     pub phase: String,
+    /// The level in effect when the sample was taken (injecting only).
     pub intensity: Option<f64>,
+    /// Whether it was taken with the requested intensity in effect.
+    pub at_requested: bool,
     pub health: f64,
     #[schema(value_type = Object)]
     pub metrics: Value,
@@ -279,6 +321,12 @@ pub struct Metrics {
     pub phase: String,
     /// Summaries for baseline, injecting and recovering.
     pub phases: BTreeMap<String, PhaseSummary>,
+    /// The intensity the request asked for (the ceiling in adaptive mode).
+    pub requested_intensity: f64,
+    /// The injecting samples taken with the requested intensity in effect:
+    /// the system under the fault as asked (a ramp reaches it by the middle
+    /// of injecting by default).
+    pub at_requested: PhaseSummary,
     /// Every observation, in order.
     pub series: Vec<Sample>,
     pub score: Option<f64>,
@@ -287,12 +335,14 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    pub fn new(row: ExperimentRow, samples: Vec<SampleRow>) -> Self {
+    pub fn new(row: ExperimentRow, samples: Vec<SampleRow>) -> Result<Self, StoreError> {
+        let requested = plan_of(&row)?.intensity.requested;
         let series: Vec<Sample> = samples
             .into_iter()
             .map(|s| Sample {
                 at: s.at_ms,
                 phase: s.phase,
+                at_requested: s.intensity == Some(requested),
                 intensity: s.intensity,
                 health: s.health,
                 metrics: serde_json::from_str(&s.metrics).unwrap_or_default(),
@@ -301,26 +351,35 @@ impl Metrics {
         let mut phases = BTreeMap::new();
         for phase in ["baseline", "injecting", "recovering"] {
             let in_phase: Vec<&Sample> = series.iter().filter(|s| s.phase == phase).collect();
-            let health: Vec<f64> = in_phase.iter().map(|s| s.health).collect();
-            let mut by_metric: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-            for sample in &in_phase {
-                for (name, value) in sample.metrics.as_object().into_iter().flatten() {
-                    if let Some(v) = value.as_f64() {
-                        by_metric.entry(name.clone()).or_default().push(v);
-                    }
-                }
-            }
-            let metrics = by_metric.into_iter().filter_map(|(k, v)| Stat::of(&v).map(|s| (k, s))).collect();
-            phases.insert(phase.to_string(), PhaseSummary { samples: in_phase.len(), health: Stat::of(&health), metrics });
+            phases.insert(phase.to_string(), PhaseSummary::of(&in_phase));
         }
-        Metrics {
+        let at_requested: Vec<&Sample> = series.iter().filter(|s| s.phase == "injecting" && s.at_requested).collect();
+        Ok(Metrics {
             id: row.id,
             state: row.state,
             phase: row.phase,
             phases,
+            requested_intensity: requested,
+            at_requested: PhaseSummary::of(&at_requested),
             series,
             score: row.score,
             result: row.result.as_deref().and_then(|r| serde_json::from_str(r).ok()),
+        })
+    }
+}
+
+impl PhaseSummary {
+    fn of(samples: &[&Sample]) -> Self {
+        let health: Vec<f64> = samples.iter().map(|s| s.health).collect();
+        let mut by_metric: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for sample in samples {
+            for (name, value) in sample.metrics.as_object().into_iter().flatten() {
+                if let Some(v) = value.as_f64() {
+                    by_metric.entry(name.clone()).or_default().push(v);
+                }
+            }
         }
+        let metrics = by_metric.into_iter().filter_map(|(k, v)| Stat::of(&v).map(|s| (k, s))).collect();
+        PhaseSummary { samples: samples.len(), health: Stat::of(&health), metrics }
     }
 }
