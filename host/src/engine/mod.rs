@@ -10,6 +10,7 @@ mod fan_out;
 pub mod guardrails;
 pub mod intensity;
 pub mod plan;
+mod planner;
 mod reconcile;
 mod recovery;
 mod run;
@@ -28,10 +29,10 @@ use tokio_util::task::TaskTracker;
 
 pub use guardrails::Guardrails;
 pub use plan::{DEFAULT_SPLIT, Intensity, PhaseLengths, Plan};
+pub use planner::{PlanError, Planned};
 pub use recovery::RecoveryReport;
 
-use crate::platforms::Platform;
-use crate::plugins::{PluginEntry, PluginRegistry};
+use crate::plugins::PluginRegistry;
 use crate::store::{EmergencyStopRow, ExperimentRow, Store, StoreError, now_ms};
 use crate::telemetry::Metrics;
 
@@ -202,14 +203,9 @@ impl Engine {
         &self.inner.metrics
     }
 
-    /// Records the experiment and starts running it; returns its stored row.
-    pub async fn start(
-        &self,
-        plan: Plan,
-        plugin: Arc<PluginEntry>,
-        platform: Arc<dyn Platform>,
-        created_by: &str,
-    ) -> Result<ExperimentRow, EngineError> {
+    /// Records a planned experiment and starts running it; returns its stored row.
+    pub async fn start(&self, planned: Planned, created_by: &str) -> Result<ExperimentRow, EngineError> {
+        let Planned { plan, plugin, platform } = planned;
         let now = now_ms();
         let id = uuid::Uuid::new_v4().to_string();
         let cancel = CancellationToken::new();

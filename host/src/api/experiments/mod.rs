@@ -5,7 +5,6 @@ mod idempotency;
 mod request;
 mod view;
 
-use std::sync::Arc;
 
 use axum::{Extension, Json};
 use axum::extract::{Path, State};
@@ -21,8 +20,7 @@ use super::audit::AuditNote;
 use super::extract::{HashedJsonBody, IdParam, JsonBody};
 use super::{ApiError, AppState, Problem};
 use crate::auth::{Caller, Role};
-use crate::engine::{EngineError, Plan};
-use crate::plugins::PluginEntry;
+use crate::engine::{EngineError, Plan, PlanError, Planned};
 use crate::platforms::ResolveError;
 use crate::store::{Claim, ExperimentRow};
 
@@ -65,38 +63,39 @@ async fn status_of(state: &AppState, platform_name: &str, id: &str) -> Result<St
     Ok(Status::new(row, injections, events)?)
 }
 
-/// Everything a start checks and computes before injecting: the fault, the
-/// plan, the targets, their impact, and the driver's own validation.
-async fn prepare(
-    state: &AppState,
-    platform_name: &str,
-    request: &StartRequest,
-) -> Result<(Plan, Arc<PluginEntry>, Arc<dyn crate::platforms::Platform>), ApiError> {
-    let platform_kind = platform(platform_name)?;
-    let entry = state.plugins.fault(&request.fault_type).ok_or_else(|| {
-        ApiError::unprocessable("unknown_fault_type", format!("no fault type or alias `{}`", request.fault_type))
-            .with(json!({ "known": state.plugins.fault_names() }))
-    })?;
-    let mut plan = request.plan(platform_kind, entry.plugin.info(), entry.plugin.name(), &state.limits)?;
+/// Everything a start checks and computes before injecting (the engine's
+/// planner), from this platform's request.
+async fn prepare(state: &AppState, platform_name: &str, request: &StartRequest) -> Result<Planned, ApiError> {
+    let kind = platform(platform_name)?;
+    let limits = &state.limits;
+    state.engine.plan(&state.platforms, kind, &request.fault_type, |info, plugin| request.plan(kind, info, plugin, limits)).await
+}
 
-    let platform = state.platforms.get(platform_kind).ok_or_else(|| {
-        ApiError::unavailable("platform_unavailable", format!("the {platform_name} platform is not configured on this host"))
-    })?;
-    let resolved = platform.resolve(&plan.selectors).await.map_err(|e| match e {
-        ResolveError::NoMatch(ref selectors) => ApiError::unprocessable("no_matching_target", e.to_string()).with(json!({ "selectors": selectors })),
-        ResolveError::OnlyProtected(ref selectors, ref excluded) => ApiError::unprocessable("only_protected_targets", e.to_string())
-            .with(json!({ "selectors": selectors, "excluded": excluded })),
-        ResolveError::Invalid(_) => ApiError::unprocessable("invalid_target", e.to_string()),
-        ResolveError::Unavailable(_) => ApiError::unavailable("platform_unavailable", e.to_string()),
-    })?;
-    (plan.targets, plan.excluded) = (resolved.targets, resolved.excluded);
-
-    plan.impact = platform.impact(&plan.targets).await;
-    check_size(&plan, platform_name)?;
-
-    let mut instance = entry.plugin.instantiate(None).await.map_err(plugin_failure)?;
-    instance.validate(&plan.settings(plan.intensity.requested)).await.map_err(plugin_failure)?;
-    Ok((plan, entry, platform))
+impl From<PlanError> for ApiError {
+    fn from(e: PlanError) -> Self {
+        let detail = e.to_string();
+        match e {
+            PlanError::UnknownFault { known, .. } => ApiError::unprocessable("unknown_fault_type", detail).with(json!({ "known": known })),
+            PlanError::PlatformUnavailable(_) => ApiError::unavailable("platform_unavailable", detail),
+            PlanError::Resolve(ResolveError::NoMatch(selectors)) => {
+                ApiError::unprocessable("no_matching_target", detail).with(json!({ "selectors": selectors }))
+            }
+            PlanError::Resolve(ResolveError::OnlyProtected(selectors, excluded)) => {
+                ApiError::unprocessable("only_protected_targets", detail).with(json!({ "selectors": selectors, "excluded": excluded }))
+            }
+            PlanError::Resolve(ResolveError::Invalid(_)) => ApiError::unprocessable("invalid_target", detail),
+            PlanError::Resolve(ResolveError::Unavailable(_)) => ApiError::unavailable("platform_unavailable", detail),
+            PlanError::TooManyTargets { targets, max } => {
+                ApiError::unprocessable("too_many_targets", detail).with(json!({ "targets": targets, "max_targets": max }))
+            }
+            PlanError::BlastRadiusUnknown(_) => ApiError::unprocessable("guardrail_not_supported", detail),
+            PlanError::BlastRadiusExceeded { blast_radius, max, dependents, targets } => ApiError::unprocessable("blast_radius_exceeded", detail)
+                .with(json!({ "blast_radius": blast_radius, "max_blast_radius": max, "dependents": dependents, "targets": targets })),
+            PlanError::Driver(CallError::Fault(FaultError::InvalidSettings(why))) => ApiError::unprocessable("invalid_settings", why),
+            PlanError::Driver(CallError::Fault(FaultError::TargetUnavailable(why))) => ApiError::unprocessable("target_unavailable", why),
+            PlanError::Driver(other) => ApiError::new(StatusCode::BAD_GATEWAY, "plugin_failed", other.to_string()),
+        }
+    }
 }
 
 /// Starts an experiment (engineer). Everything is checked before anything
@@ -117,6 +116,21 @@ pub async fn start(
     HashedJsonBody(request, body_hash): HashedJsonBody<StartRequest>,
 ) -> Result<(StatusCode, HeaderMap, Extension<AuditNote>, Json<Started>), ApiError> {
     caller.require(Role::Engineer)?;
+    // A client that hangs up mid-start must not cut the start in half (a
+    // claimed target with no run, an idempotency key never settled): it
+    // runs to its end in a task of its own, and a retry finds its outcome.
+    let detached = start_detached(state, caller, platform_name, headers, request, body_hash);
+    tokio::spawn(detached).await.map_err(|_| ApiError::internal("the start failed inside the host"))?
+}
+
+async fn start_detached(
+    state: AppState,
+    caller: Caller,
+    platform_name: String,
+    headers: HeaderMap,
+    request: StartRequest,
+    body_hash: String,
+) -> Result<(StatusCode, HeaderMap, Extension<AuditNote>, Json<Started>), ApiError> {
     let Some(key) = idempotency::key(&headers)? else {
         let (row, plan) = start_experiment(&state, &caller, &platform_name, &request).await?;
         return Ok(started(&platform_name, &row, &plan, false));
@@ -150,8 +164,9 @@ async fn start_experiment(
     if let Some(halt) = state.engine.emergency_stop_in_force() {
         return Err(super::emergency::engaged_error(&halt));
     }
-    let (plan, entry, platform) = prepare(state, platform_name, request).await?;
-    let row = state.engine.start(plan.clone(), entry, platform, &caller.name).await?;
+    let planned = prepare(state, platform_name, request).await?;
+    let plan = planned.plan.clone();
+    let row = state.engine.start(planned, &caller.name).await?;
     Ok((row, plan))
 }
 
@@ -182,47 +197,8 @@ pub async fn preview(
     JsonBody(request): JsonBody<StartRequest>,
 ) -> Result<Json<PlanSummary>, ApiError> {
     caller.require(Role::Viewer)?;
-    let (plan, _, _) = prepare(&state, &platform_name, &request).await?;
-    Ok(Json(PlanSummary::new(&plan)))
-}
-
-/// The guardrails on size: how many targets, and how far a fault on them can reach.
-fn check_size(plan: &Plan, platform_name: &str) -> Result<(), ApiError> {
-    let targets: Vec<&str> = plan.targets.iter().map(|t| t.name.as_str()).collect();
-    if let Some(max) = plan.guardrails.max_targets.filter(|max| targets.len() > *max) {
-        return Err(ApiError::unprocessable(
-            "too_many_targets",
-            format!("the selectors match {} targets, more than max_targets {max}; nothing was injected", targets.len()),
-        )
-        .with(json!({ "targets": targets, "max_targets": max })));
-    }
-    let Some(max) = plan.guardrails.max_blast_radius else { return Ok(()) };
-    let Some(impact) = &plan.impact else {
-        return Err(ApiError::unprocessable(
-            "guardrail_not_supported",
-            format!("the {platform_name} platform cannot compute a blast radius, so max_blast_radius cannot be checked"),
-        ));
-    };
-    if impact.blast_radius > max {
-        return Err(ApiError::unprocessable(
-            "blast_radius_exceeded",
-            format!(
-                "the blast radius is {} (dependents: {}), more than max_blast_radius {max}; nothing was injected",
-                impact.blast_radius,
-                impact.dependents.join(", ")
-            ),
-        )
-        .with(json!({ "blast_radius": impact.blast_radius, "max_blast_radius": max, "dependents": impact.dependents, "targets": targets })));
-    }
-    Ok(())
-}
-
-fn plugin_failure(e: CallError) -> ApiError {
-    match e {
-        CallError::Fault(FaultError::InvalidSettings(why)) => ApiError::unprocessable("invalid_settings", why),
-        CallError::Fault(FaultError::TargetUnavailable(why)) => ApiError::unprocessable("target_unavailable", why),
-        other => ApiError::new(StatusCode::BAD_GATEWAY, "plugin_failed", other.to_string()),
-    }
+    let planned = prepare(&state, &platform_name, &request).await?;
+    Ok(Json(PlanSummary::new(&planned.plan)))
 }
 
 /// An experiment's state, phase, intensity, targets, timeline and score (viewer).
