@@ -5,10 +5,13 @@
 //! a store cannot run two calls at once); a lane whose instance trapped
 //! gets a fresh one for its next call.
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use faultline_plugin_runtime::model::{Settings, Target};
 use faultline_plugin_runtime::{CallError, FaultInstance, LoadedPlugin};
+
+use crate::store::Store;
 
 /// Calls in flight at once for one experiment.
 pub const LANES: usize = 25;
@@ -32,6 +35,28 @@ impl Call {
     }
 }
 
+/// Journals each injection's token the moment its call returns it, not
+/// when the slowest lane is done: should the run be cut off while other
+/// lanes still wait, the supervisor can revert what did take.
+pub struct TokenJournal<'a> {
+    pub store: &'a Store,
+    /// The journal row of each call, by the call's index.
+    pub rows: &'a [String],
+    pub level: f64,
+    /// The first journal write that failed.
+    pub failed: Mutex<Option<String>>,
+}
+
+impl TokenJournal<'_> {
+    async fn record(&self, index: usize, outcome: &Result<Option<String>, CallError>) {
+        if let Ok(Some(token)) = outcome
+            && let Err(e) = self.store.journal_active(&self.rows[index], token, self.level).await
+        {
+            self.failed.lock().expect("journal failure lock").get_or_insert(format!("journal: {e}"));
+        }
+    }
+}
+
 /// Makes every call, up to [`LANES`] at a time; the outcomes and how long
 /// each took, in the calls' order. `spare` lends its instance to the first
 /// lane and gets back a usable one for later calls.
@@ -40,6 +65,7 @@ pub async fn fan_out(
     experiment: &str,
     spare: &mut Option<FaultInstance>,
     items: Vec<Call>,
+    journal: Option<&TokenJournal<'_>>,
 ) -> Vec<Outcome> {
     let count = items.len();
     let lanes = count.clamp(1, LANES);
@@ -63,7 +89,11 @@ pub async fn fan_out(
                     Ok(instance) => item.on(instance).await,
                     Err(e) => Err(CallError::Trap { call: "instantiate", detail: e.to_string() }),
                 };
-                done.push((index, outcome, took.elapsed()));
+                let took = took.elapsed();
+                if let Some(journal) = journal {
+                    journal.record(index, &outcome).await;
+                }
+                done.push((index, outcome, took));
                 if instance.as_ref().is_ok_and(|i| !i.is_usable()) {
                     instance = plugin.instantiate(Some(experiment)).await;
                 }

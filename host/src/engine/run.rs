@@ -8,7 +8,7 @@ use faultline_plugin_runtime::{CallError, FaultInstance};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::fan_out::{Call, fan_out};
+use super::fan_out::{Call, TokenJournal, fan_out};
 use super::guardrails::AbortWatch;
 use super::intensity::{Adaptive, Ramp};
 use super::plan::Plan;
@@ -235,17 +235,15 @@ impl Run {
         }
         let settings = self.plan.settings(level);
         let calls = targets.iter().map(|t| Call::Inject(t.clone(), settings.clone())).collect();
-        let outcomes = fan_out(&self.plugin.plugin, &self.id, &mut self.instance, calls).await;
-        let mut first_failure = None;
+        let journal = TokenJournal { store: &self.store, rows: &journal_ids, level, failed: Default::default() };
+        let outcomes = fan_out(&self.plugin.plugin, &self.id, &mut self.instance, calls, Some(&journal)).await;
+        let mut first_failure = journal.failed.into_inner().expect("journal failure lock").map(Failure);
         for ((target, journal_id), (outcome, took)) in targets.into_iter().zip(journal_ids).zip(outcomes) {
             self.metrics.plugin_call(&self.plan.plugin, "inject", took);
             match outcome.map(Option::unwrap_or_default) {
                 Ok(token) => {
                     self.injected_once = true;
-                    self.active.push(Active { journal_id: journal_id.clone(), target: target.clone(), token: token.clone() });
-                    if let Err(e) = self.store.journal_active(&journal_id, &token, level).await {
-                        first_failure.get_or_insert(Failure(format!("journal: {e}")));
-                    }
+                    self.active.push(Active { journal_id: journal_id.clone(), target: target.clone(), token });
                     self.metrics.injection(&self.plan.fault, "injected");
                     self.event("injected", &format!("{} at {level} {}", target.name, self.plan.intensity.unit)).await;
                 }
@@ -316,7 +314,7 @@ impl Run {
         // with fresh instances.
         let active = std::mem::take(&mut self.active);
         let calls = active.iter().map(|a| Call::Revert(a.token.clone())).collect();
-        let outcomes = fan_out(&self.plugin.plugin, &self.id, &mut self.instance, calls).await;
+        let outcomes = fan_out(&self.plugin.plugin, &self.id, &mut self.instance, calls, None).await;
         let mut failures = vec![];
         for (active, (outcome, took)) in active.into_iter().zip(outcomes) {
             self.metrics.plugin_call(&self.plan.plugin, "revert", took);

@@ -33,6 +33,10 @@ const TARGET_LABEL: &str = "faultline.target";
 const STOP_GRACE_SECONDS: i32 = 6;
 /// The agent's line saying its effect is in place.
 const READY: &str = "ready: ";
+/// How long an agent gets to report ready; it takes well under a second
+/// on an idle machine, and a target frozen meanwhile must not hold the
+/// injection for a whole call budget.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Cheap to clone: a batch of signals is delivered from its own task.
 #[derive(Clone)]
@@ -90,8 +94,14 @@ impl Helpers {
     pub async fn run(&self, spec: HelperSpec) -> CapResult<StartedHelper> {
         let target = timed("inspecting a helper's target", CALL_TIMEOUT, self.client.inspect_container(&spec.target, None::<bollard::query_parameters::InspectContainerOptions>)).await?;
         let target_id = target.id.unwrap_or_default();
-        if !target.state.and_then(|s| s.running).unwrap_or(false) {
+        let (running, paused) = target.state.map_or((false, false), |s| (s.running.unwrap_or(false), s.paused.unwrap_or(false)));
+        if !running {
             return Err(CapabilityError::NotFound(format!("{} is not running", spec.target)));
+        }
+        // A helper under a paused target's cgroup would be frozen with it
+        // and never report ready: for such a fault the target is not there.
+        if paused && spec.share.contains(&Namespace::Cgroup) {
+            return Err(CapabilityError::NotFound(format!("{} is paused", spec.target)));
         }
         let joined = format!("container:{target_id}");
         let share = |ns: Namespace| spec.share.contains(&ns).then(|| joined.clone());
@@ -112,17 +122,42 @@ impl Helpers {
             ..Default::default()
         };
         let id = self.create(spec.args, spec.ttl_seconds, &target_id, host_config).await?;
-        let output = self.attach_and_start(&id).await?;
-        let ready = tokio::time::timeout(CALL_TIMEOUT, ready_line(output)).await.unwrap_or_else(|_| {
-            Err(CapabilityError::Timeout(format!("the agent did not report ready within {CALL_TIMEOUT:?}")))
+        // One budget for starting and reporting: Docker cannot even start a
+        // container under a cgroup frozen since the check above.
+        let started = async { ready_line(self.attach_and_start(&id).await?).await };
+        let ready = tokio::time::timeout(READY_TIMEOUT, started).await.unwrap_or_else(|_| {
+            Err(CapabilityError::Timeout(format!("the agent did not start and report ready within {READY_TIMEOUT:?}")))
         });
         match ready {
             Ok(report) => Ok(StartedHelper { id, report }),
             Err(e) => {
-                let _ = self.remove(id).await;
+                self.discard(id, spec.ttl_seconds);
                 Err(e)
             }
         }
+    }
+
+    /// Removes a helper that never became ready. When Docker cannot remove
+    /// it now (its target is frozen), keeps trying in the background until
+    /// its time-to-live, so a helper that comes to life later does not act
+    /// unseen for long.
+    fn discard(&self, id: String, ttl_seconds: u32) {
+        let helpers = self.clone();
+        tokio::spawn(async move {
+            let until = tokio::time::Instant::now() + std::time::Duration::from_secs(ttl_seconds.into());
+            let mut wait = std::time::Duration::from_secs(1);
+            loop {
+                match helpers.remove(id.clone()).await {
+                    Ok(()) => return,
+                    Err(e) if tokio::time::Instant::now() >= until => {
+                        tracing::warn!(helper = %id, "could not remove a helper that never became ready: {e}; its time-to-live ends it");
+                        return;
+                    }
+                    Err(_) => tokio::time::sleep(wait).await,
+                }
+                wait = (wait * 2).min(std::time::Duration::from_secs(10));
+            }
+        });
     }
 
     /// Starts a created helper and returns its output stream, attached
@@ -146,6 +181,7 @@ impl Helpers {
     /// qdisc outlives its process), then removes it. One that is gone
     /// already is fine.
     pub async fn remove(&self, id: String) -> CapResult<()> {
+        self.refuse_if_frozen(&id).await?;
         let stop = StopContainerOptionsBuilder::default().t(STOP_GRACE_SECONDS).build();
         let grace = CALL_TIMEOUT + std::time::Duration::from_secs(STOP_GRACE_SECONDS as u64);
         match timed("stopping a helper", grace, self.client.stop_container(&id, Some(stop))).await {
@@ -169,6 +205,27 @@ impl Helpers {
             }
             other => other,
         }
+    }
+
+    /// A helper under a paused target's cgroup is frozen with it: it can
+    /// neither undo its work nor die (cgroup v1 holds even SIGKILL) until
+    /// the target is unpaused. Say so at once rather than hang on Docker;
+    /// the caller retries later (the reconciler does, with backoff).
+    async fn refuse_if_frozen(&self, id: &str) -> CapResult<()> {
+        let Ok(helper) = self.client.inspect_container(id, None::<bollard::query_parameters::InspectContainerOptions>).await else {
+            return Ok(()); // gone, or Docker will say why below
+        };
+        let under_target = helper.host_config.and_then(|h| h.cgroup_parent).is_some_and(|p| !p.is_empty());
+        let target = helper.config.and_then(|c| c.labels).and_then(|l| l.get(TARGET_LABEL).cloned());
+        let (Some(target), true) = (target, under_target) else { return Ok(()) };
+        let inspected = self.client.inspect_container(&target, None::<bollard::query_parameters::InspectContainerOptions>).await;
+        if inspected.ok().and_then(|t| t.state).and_then(|s| s.paused).unwrap_or(false) {
+            return Err(CapabilityError::Unavailable(format!(
+                "helper {} is frozen with its paused target; it can be removed once the target is unpaused",
+                &id[..id.len().min(12)]
+            )));
+        }
+        Ok(())
     }
 
     /// Removes helpers whose time-to-live has passed: what a host that died
