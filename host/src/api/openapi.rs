@@ -33,7 +33,22 @@ pub fn finish(doc: utoipa::openapi::OpenApi, limits: &Limits) -> Value {
     shared_refusals(&mut doc);
     problems(&mut doc);
     parameters_are_never_null(&mut doc);
+    optional_bodies_are_left_out_not_null(&mut doc);
     doc
+}
+
+/// An optional JSON body (`Option<T>` in an annotation) is one that may be
+/// left out; a JSON `null` is refused like any other value of the wrong shape.
+fn optional_bodies_are_left_out_not_null(doc: &mut Value) {
+    for (_, op) in operations(doc) {
+        let Some(content) = op.get_mut("requestBody").and_then(|b| b["content"].get_mut("application/json")) else { continue };
+        let schema = &mut content["schema"];
+        if let Some([null, body]) = schema["oneOf"].as_array().map(Vec::as_slice)
+            && null == &json!({ "type": "null" })
+        {
+            *schema = body.clone();
+        }
+    }
 }
 
 /// A path, query or header parameter is text: it may be left out, never null.
@@ -156,6 +171,14 @@ fn link_plugins(doc: &mut Value) {
         "replace": link("replace_plugin", json!({ "name": "$request.path.name" }), "Replaces the plugin just loaded."),
         "unload": link("delete_plugin", json!({ "name": "$request.path.name" }), "Unloads the plugin just loaded."),
     });
+    // The host reads the body's bytes whatever its content type.
+    for method in ["post", "put"] {
+        if let Some(content) = operation_mut(doc, "/plugins/{name}", method).and_then(|op| op["requestBody"]["content"].as_object_mut())
+            && let Some(bytes) = content.get("application/octet-stream").cloned()
+        {
+            content.insert("application/wasm".into(), bytes);
+        }
+    }
     for (method, status) in [("post", "201"), ("put", "200"), ("put", "201")] {
         if let Some(response) = operation_mut(doc, "/plugins/{name}", method).and_then(|op| op["responses"].get_mut(status)) {
             response["links"] = links.clone();
