@@ -2,10 +2,14 @@
 # Both install what they need first: the wasm32-wasip2 target for plugins
 # and the musl target for static binaries that run in containers. The
 # tests also need the host's own `nft`, `tc` and `nsenter`, to check from
-# outside what a network fault left in a container (Debian packages).
+# outside what a network fault left in a container (Debian packages), and
+# schemathesis (from PyPI, pinned) to check the API against its document.
 
 CARGO ?= cargo
 ARGS ?=
+# The API conformance test (tests/api/conformance.rs) runs schemathesis.
+PYTHON ?= python3
+SCHEMATHESIS_VERSION = 4.32.5
 
 .PHONY: setup run test test-tools bench bench-backend
 
@@ -23,6 +27,8 @@ run: setup
 test-tools:
 	@command -v nft >/dev/null && command -v tc >/dev/null && command -v nsenter >/dev/null || \
 		{ apt-get update -qq && apt-get install -y -qq nftables iproute2 util-linux >/dev/null; }
+	@$(PYTHON) -m schemathesis.cli --version 2>/dev/null | grep -qF '$(SCHEMATHESIS_VERSION)' || \
+		$(PYTHON) -m pip install --quiet 'schemathesis==$(SCHEMATHESIS_VERSION)'
 
 test: setup test-tools
 	$(CARGO) test --workspace --exclude 'test-plugin-*' --no-fail-fast

@@ -194,3 +194,76 @@ async fn emergency_stop_bodies_are_checked_and_engaging_twice_keeps_the_first() 
     assert_eq!(host.api.delete(path).await.status, 200);
     assert_eq!(host.api.get(path).await.body["engaged"], false);
 }
+
+#[tokio::test]
+async fn an_android_start_takes_the_spec_fields_and_no_other_platform_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    let android = start_body(json!({
+        "duration": null, "duration_seconds": 3, "targets": ["com.example.shop"],
+        "target_type": "android", "observation_type": "android", "apk": "shop-1.4.2",
+        "android_run": {"avd_name": "Pixel_6_API_34", "headless": true, "reset_app_state": true},
+        "scenarios": [{"type": "kill_app", "at": 1, "duration_seconds": 1}],
+        "expected": {"running": true, "not_crash": true, "not_anr": true, "should_recover": true},
+    }));
+    // Every check passes; the Android platform is not served by this host.
+    let reply = host.api.post_json("/experiments/android/start", &android).await;
+    assert_eq!((reply.status, reply.code()), (503, "platform_unavailable"), "{}", reply.text);
+    let cases = [
+        (json!({"target_type": "backend"}), "invalid_field"),
+        (json!({"apk": " "}), "invalid_field"),
+        (json!({"android_run": {"avd_name": ""}}), "invalid_field"),
+        (json!({"android_run": {"gpu": "host"}}), "unknown_field"),
+        (json!({"scenarios": [{"type": "kill_app", "at": 1, "duration_seconds": 0}]}), "invalid_field"),
+        (json!({"scenarios": [{"type": "", "at": 1, "duration_seconds": 1}]}), "invalid_field"),
+        (json!({"scenarios": [{"type": "kill_app", "at": -1, "duration_seconds": 1}]}), "invalid_field"),
+        (json!({"scenarios": [{"type": "kill_app", "duration_seconds": 1}]}), "missing_field"),
+        (json!({"expected": {"fast": true}}), "unknown_field"),
+        (json!({"colour": "red"}), "unknown_field"),
+    ];
+    for (overrides, code) in cases {
+        let mut body = android.clone();
+        for (k, v) in overrides.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let reply = host.api.post_json("/experiments/android/start", &body).await;
+        assert_eq!((reply.status, reply.code()), (422, code), "{overrides} → {}", reply.text);
+    }
+    // The Android fields are Android's own.
+    for platform in ["backend", "frontend"] {
+        let reply = host.api.post_json(&format!("/experiments/{platform}/start"), &start_body(json!({"apk": "shop-1.4.2"}))).await;
+        assert_eq!((reply.status, reply.code()), (422, "unknown_field"), "{platform}: {}", reply.text);
+    }
+    assert!(host.state.store.count_experiments_by_state().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_server_refuses_what_the_document_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    // The audit trail's query: typed, bounded, closed.
+    for query in ["limit=true", "limit=0", "limit=1001", "limit=1.5", "outcome=maybe", "action=experiment.pause", "before=yesterday", "before=0123456789abcdef0123456789abcdef", "colour=red"] {
+        let reply = host.api.get(&format!("/audit?{query}")).await;
+        assert_eq!((reply.status, reply.code()), (400, "invalid_query"), "{query}: {}", reply.text);
+    }
+    for query in ["limit=1", "outcome=refused", "action=experiment.start", "before=00000000-0000-7000-8000-000000000000", "actor=ci"] {
+        let reply = host.api.get(&format!("/audit?{query}")).await;
+        assert_eq!(reply.status, 200, "{query}: {}", reply.text);
+    }
+    // A path parameter that does not decode is a problem like any other.
+    for path in ["/plugins/%FF", "/experiments/%FF/status?id=00000000-0000-0000-0000-000000000000"] {
+        let reply = host.api.get(path).await;
+        assert_eq!((reply.status, reply.code()), (400, "invalid_path"), "{path}: {}", reply.text);
+    }
+    let reply = host.api.delete("/api-keys/%C3%28").await;
+    assert_eq!((reply.status, reply.code()), (400, "invalid_path"), "{}", reply.text);
+    // A key's name is at most 64 characters as sent, whitespace included.
+    let padded = format!("  {}  ", "k".repeat(62));
+    let reply = host.api.post_json("/api-keys", &json!({"name": padded, "role": "viewer"})).await;
+    assert_eq!((reply.status, reply.code()), (422, "invalid_name"), "{}", reply.text);
+    let reply = host.api.post_json("/api-keys", &json!({"name": " ci ", "role": "viewer"})).await;
+    assert_eq!((reply.status, reply.body["name"].as_str()), (201, Some("ci")), "{}", reply.text);
+    // So is an emergency stop's reason.
+    let reply = host.api.post_json("/emergency-stop", &json!({"reason": format!(" {} ", "x".repeat(499))})).await;
+    assert_eq!((reply.status, reply.code()), (422, "invalid_reason"), "{}", reply.text);
+}

@@ -224,15 +224,33 @@ async fn the_openapi_document_describes_every_route() {
         ("/plugins/{name}", "put"),
         ("/plugins/{name}", "post"),
         ("/plugins/{name}", "delete"),
-        ("/experiments/{platform}/start", "post"),
-        ("/experiments/{platform}/preview", "post"),
-        ("/experiments/{platform}/status", "get"),
-        ("/experiments/{platform}/metrics", "get"),
-        ("/experiments/{platform}/stop", "post"),
         ("/metrics", "get"),
+        ("/emergency-stop", "post"),
+        ("/audit", "get"),
     ] {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from the OpenAPI document");
     }
+    // Each platform's experiment routes, concretely, with their own schemas.
+    for platform in ["backend", "frontend", "android"] {
+        for (route, method) in [("start", "post"), ("preview", "post"), ("status", "get"), ("metrics", "get"), ("stop", "post")] {
+            let path = format!("/experiments/{platform}/{route}");
+            assert!(paths.get(&path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing from the OpenAPI document");
+        }
+        let title = format!("{}{}", platform[..1].to_uppercase(), &platform[1..]);
+        let body = &paths[&format!("/experiments/{platform}/start")]["post"]["requestBody"]["content"]["application/json"]["schema"];
+        assert_eq!(body["$ref"], format!("#/components/schemas/{title}StartRequest"));
+    }
+    assert!(!paths.contains_key("/experiments/{platform}/start"), "the generic route is listed per platform");
+    let android = &doc["components"]["schemas"]["AndroidStartRequest"]["properties"];
+    for field in ["fault_type", "targets", "target_type", "observation_type", "duration_seconds", "apk", "android_run", "scenarios", "expected"] {
+        assert!(android[field].is_object(), "the Android start request has no `{field}`");
+    }
+    // A key's name and a target are "not blank" alike.
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(schemas["CreateKey"]["properties"]["name"]["pattern"], schemas["BackendStartRequest"]["properties"]["targets"]["items"]["pattern"]);
+    // Every error is a problem document.
+    let refused = &paths["/api-keys"]["post"]["responses"]["422"]["content"];
+    assert!(refused["application/problem+json"]["schema"]["$ref"].as_str().is_some_and(|r| r.ends_with("/Problem")), "{refused}");
     assert!(doc["components"]["securitySchemes"]["api_key"].is_object());
 }
 

@@ -20,7 +20,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::ProblemNote;
 use super::extract::IdParam;
-use super::{ApiError, AppState, Problem};
+use super::{ApiError, AppState};
 use crate::auth::{Caller, Role};
 use crate::store::{AuditQuery, AuditRow, now_ms};
 
@@ -96,21 +96,77 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
     response
 }
 
-/// Filters and paging of `GET /audit`.
+/// Filters and paging of `GET /audit`. Anything else in the query, or a
+/// value outside these, is 400 `invalid_query`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct AuditParams {
-    /// Only this action, such as `experiment.start`.
+    /// Only this action.
+    #[param(nullable = false, value_type = Option<AuditAction>, inline)]
     action: Option<String>,
     /// Only what this key (by name), `host` or `cli` did.
+    #[param(nullable = false)]
     actor: Option<String>,
-    /// Only `succeeded`, `refused` or `failed`.
+    /// Only this outcome.
+    #[param(nullable = false, value_type = Option<Outcome>, inline)]
     outcome: Option<String>,
     /// Events older than this event id: the next page.
+    #[param(nullable = false, pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
     before: Option<String>,
-    /// At most this many (1-1000, default 100).
+    /// At most this many (default 100).
+    #[param(nullable = false, minimum = 1, maximum = 1000)]
     limit: Option<i64>,
 }
+
+/// An audited action.
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code, reason = "documents the values of `action`")]
+pub enum AuditAction {
+    #[schema(rename = "experiment.start")]
+    ExperimentStart,
+    #[schema(rename = "experiment.stop")]
+    ExperimentStop,
+    #[schema(rename = "emergency_stop.engage")]
+    EmergencyStopEngage,
+    #[schema(rename = "emergency_stop.lift")]
+    EmergencyStopLift,
+    #[schema(rename = "api_key.create")]
+    ApiKeyCreate,
+    #[schema(rename = "api_key.revoke")]
+    ApiKeyRevoke,
+    #[schema(rename = "plugin.load")]
+    PluginLoad,
+    #[schema(rename = "plugin.replace")]
+    PluginReplace,
+    #[schema(rename = "plugin.unload")]
+    PluginUnload,
+}
+
+/// How an audited call ended: `refused` for a 4xx, `failed` for a 5xx.
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code, reason = "documents the values of `outcome`")]
+pub enum Outcome {
+    Succeeded,
+    Refused,
+    Failed,
+}
+
+/// Every action the trail records: the audited routes' and the host's own.
+const ACTIONS: [&str; 9] = [
+    "experiment.start",
+    "experiment.stop",
+    "emergency_stop.engage",
+    "emergency_stop.lift",
+    "api_key.create",
+    "api_key.revoke",
+    "plugin.load",
+    "plugin.replace",
+    "plugin.unload",
+];
+const OUTCOMES: [&str; 3] = ["succeeded", "refused", "failed"];
 
 /// One audited action.
 #[derive(Debug, Serialize, ToSchema)]
@@ -159,14 +215,31 @@ impl From<AuditRow> for AuditEvent {
 
 /// The audit trail, newest first (admin).
 #[utoipa::path(get, path = "/audit", params(AuditParams),
-    responses((status = 200, body = [AuditEvent]), (status = 400, body = Problem), (status = 403, body = Problem)))]
+    responses((status = 200, description = "The events, newest first", body = [AuditEvent]),
+        (status = 400, description = "`invalid_query`: an unknown parameter, or a value outside its range"),
+        (status = 403, description = "`forbidden`: the audit trail is for admins")))]
 pub async fn list(State(state): State<AppState>, caller: Caller, params: Result<Query<AuditParams>, axum::extract::rejection::QueryRejection>) -> Result<Json<Vec<AuditEvent>>, ApiError> {
     caller.require(Role::Admin)?;
     let Query(p) = params.map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))?;
+    let invalid = |detail: String| Err(ApiError::bad_request("invalid_query", detail));
     let limit = p.limit.unwrap_or(100);
     if !(1..=1000).contains(&limit) {
-        return Err(ApiError::bad_request("invalid_query", "limit must be 1 to 1000"));
+        return invalid("limit must be 1 to 1000".into());
     }
-    let query = AuditQuery { action: p.action, actor: p.actor, outcome: p.outcome, before: p.before, limit };
+    if let Some(action) = p.action.as_deref().filter(|a| !ACTIONS.contains(a)) {
+        return invalid(format!("action `{action}` is not one of {}", ACTIONS.join(", ")));
+    }
+    if let Some(outcome) = p.outcome.as_deref().filter(|o| !OUTCOMES.contains(o)) {
+        return invalid(format!("outcome `{outcome}` is not one of {}", OUTCOMES.join(", ")));
+    }
+    // Event ids are UUIDs in their hyphenated form (36 characters).
+    let before = match p.before {
+        Some(b) => match uuid::Uuid::parse_str(&b) {
+            Ok(id) if b.len() == 36 => Some(id.to_string()),
+            _ => return invalid(format!("before `{b}` is not an event id")),
+        },
+        None => None,
+    };
+    let query = AuditQuery { action: p.action, actor: p.actor, outcome: p.outcome, before, limit };
     Ok(Json(state.store.audit_events(&query).await?.into_iter().map(AuditEvent::from).collect()))
 }

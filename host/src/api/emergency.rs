@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use super::audit::AuditNote;
 use super::extract::OptionalJsonBody;
-use super::{ApiError, AppState, Problem};
+use super::{ApiError, AppState};
 use crate::auth::{Caller, Role};
 use crate::store::EmergencyStopRow;
 
@@ -18,6 +18,7 @@ use crate::store::EmergencyStopRow;
 #[serde(deny_unknown_fields)]
 pub struct EngageRequest {
     /// Why, for whoever finds it engaged (up to 500 characters).
+    #[schema(max_length = 500)]
     reason: Option<String>,
 }
 
@@ -75,7 +76,7 @@ pub fn engaged_error(halt: &EmergencyStopRow) -> ApiError {
 }
 
 /// Whether an emergency stop is in force (viewer).
-#[utoipa::path(get, path = "/emergency-stop", responses((status = 200, body = EmergencyStop), (status = 401, body = Problem)))]
+#[utoipa::path(get, path = "/emergency-stop", responses((status = 200, body = EmergencyStop)))]
 pub async fn status(State(state): State<AppState>, caller: Caller) -> Result<Json<EmergencyStop>, ApiError> {
     caller.require(Role::Viewer)?;
     Ok(Json(EmergencyStop::new(state.engine.emergency_stop_in_force(), None)))
@@ -85,18 +86,21 @@ pub async fn status(State(state): State<AppState>, caller: Caller) -> Result<Jso
 /// back before the answer, which lists them; starts are refused with 409
 /// `emergency_stop_engaged` until it is lifted. Engaging it again keeps the
 /// first one in force and halts whatever runs.
-#[utoipa::path(post, path = "/emergency-stop", request_body(content = Option<EngageRequest>),
-    responses((status = 200, body = EmergencyStop), (status = 403, body = Problem), (status = 422, body = Problem)))]
+#[utoipa::path(post, path = "/emergency-stop", request_body(content = Option<EngageRequest>, description = "Optional: no body at all engages it without a reason"),
+    responses((status = 200, description = "In force; everything that ran is rolled back", body = EmergencyStop),
+        (status = 403, description = "`forbidden`: engaging it needs the admin role"),
+        (status = 422, description = "`invalid_reason`: longer than 500 characters")))]
 pub async fn engage(
     State(state): State<AppState>,
     caller: Caller,
     OptionalJsonBody(body): OptionalJsonBody<EngageRequest>,
 ) -> Result<(Extension<AuditNote>, Json<EmergencyStop>), ApiError> {
     caller.require(Role::Admin)?;
-    let reason = body.and_then(|b| b.reason).map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
+    let reason = body.and_then(|b| b.reason);
     if reason.as_ref().is_some_and(|r| r.chars().count() > 500) {
         return Err(ApiError::unprocessable("invalid_reason", "reason must be at most 500 characters"));
     }
+    let reason = reason.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
     let (halt, halted) = state.engine.emergency_stop(&caller.name, reason).await?;
     tracing::warn!(by = %caller.name, halted = halted.len(), "emergency stop engaged");
     let note = AuditNote { subject: Some(halt.id.clone()), detail: Some(json!({ "reason": halt.reason, "halted": halted })) };
@@ -105,7 +109,9 @@ pub async fn engage(
 
 /// Lifts the emergency stop (admin): starts are accepted again. 409
 /// `emergency_stop_not_engaged` when none is in force.
-#[utoipa::path(delete, path = "/emergency-stop", responses((status = 200, body = EmergencyStop), (status = 403, body = Problem), (status = 409, body = Problem)))]
+#[utoipa::path(delete, path = "/emergency-stop", responses((status = 200, description = "Lifted: starts are accepted again", body = EmergencyStop),
+    (status = 403, description = "`forbidden`: lifting it needs the admin role"),
+    (status = 409, description = "`emergency_stop_not_engaged`")))]
 pub async fn lift(State(state): State<AppState>, caller: Caller) -> Result<(Extension<AuditNote>, Json<EmergencyStop>), ApiError> {
     caller.require(Role::Admin)?;
     let halt = state.engine.lift_emergency_stop(&caller.name).await?;

@@ -19,19 +19,25 @@ pub struct ApiError {
     pub extra: Option<Value>,
 }
 
-/// The problem document. `code` is stable; `detail` is for people.
+/// The problem document (RFC 9457), served as `application/problem+json`.
+/// `code` is stable; `detail` is for people. Some problems carry more
+/// members, such as the valid range of a value (`min`, `max`, `unit`) or
+/// the experiment a target is busy with.
 #[derive(Serialize, ToSchema)]
 pub struct Problem {
-    /// A URN naming the problem type.
+    /// A URN naming the problem type: `urn:faultline:problem:<code>`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The HTTP status's reason phrase.
     pub title: String,
+    /// The HTTP status, repeated.
+    #[schema(minimum = 400, maximum = 599)]
     pub status: u16,
     pub detail: String,
     /// Stable machine-readable code, such as `unknown_fault_type`.
     pub code: String,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(ignore)]
     pub extra: Option<Value>,
 }
 

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use http_body_util::BodyExt;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use axum::http::StatusCode;
@@ -112,7 +112,7 @@ pub async fn drain(mut body: Body, cap: usize) {
     }
 }
 
-fn json_error(e: serde_json::Error) -> ApiError {
+pub(in crate::api) fn json_error(e: serde_json::Error) -> ApiError {
     use serde_json::error::Category;
     let detail = e.to_string();
     match e.classify() {
@@ -123,8 +123,40 @@ fn json_error(e: serde_json::Error) -> ApiError {
     }
 }
 
+/// Path parameters; a path that does not decode is a problem too (400
+/// `invalid_path`), like every other refusal.
+pub struct PathParam<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for PathParam<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(PathParam(value)),
+            Err(e) => Err(ApiError::bad_request("invalid_path", e.body_text())),
+        }
+    }
+}
+
 /// The `id` query parameter of the status, metrics and stop routes.
 pub struct IdParam(pub String);
+
+impl utoipa::IntoParams for IdParam {
+    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
+        use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+        use utoipa::openapi::schema::{ObjectBuilder, SchemaFormat, Type};
+        use utoipa::openapi::Required;
+        let schema = ObjectBuilder::new().schema_type(Type::String).format(Some(SchemaFormat::Custom("uuid".into())));
+        let id = ParameterBuilder::new()
+            .name("id")
+            .parameter_in(ParameterIn::Query)
+            .required(Required::True)
+            .description(Some("The experiment's id, as its start answered. Missing or empty: 400 `missing_id`; no such experiment: 404"))
+            .schema(Some(schema))
+            .build();
+        vec![id]
+    }
+}
 
 impl<S: Send + Sync> FromRequestParts<S> for IdParam {
     type Rejection = ApiError;

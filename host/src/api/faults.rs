@@ -4,7 +4,7 @@ use faultline_plugin_runtime::model::{FaultInfo, IntensitySpec, ParamSpec, Platf
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{ApiError, AppState, Problem};
+use super::{ApiError, AppState};
 use crate::auth::{Caller, Role};
 use crate::plugins::Source;
 
@@ -44,7 +44,7 @@ impl FaultType {
 }
 
 /// Lists every fault type this host can inject (viewer).
-#[utoipa::path(get, path = "/fault-types", responses((status = 200, body = [FaultType]), (status = 401, body = Problem)))]
+#[utoipa::path(get, path = "/fault-types", responses((status = 200, body = [FaultType])))]
 pub async fn list_fault_types(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<FaultType>>, ApiError> {
     caller.require(Role::Viewer)?;
     let mut types: Vec<_> = state

@@ -12,10 +12,9 @@ pub struct Health {
 }
 
 /// Liveness and readiness; needs no API key.
-#[utoipa::path(get, path = "/health", security(()), responses((status = 200, body = Health), (status = 500, body = Problem)))]
+#[utoipa::path(get, path = "/health", security(()), responses((status = 200, body = Health)))]
 pub async fn health(state: axum::extract::State<AppState>) -> Result<Json<Health>, ApiError> {
     state.store.ping().await?;
     Ok(Json(Health { status: "ok", version: env!("CARGO_PKG_VERSION") }))
 }
 
-use super::Problem;

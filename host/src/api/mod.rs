@@ -1,5 +1,6 @@
 //! The REST API: one module per resource, one handler per route, errors as
-//! problem+json. The OpenAPI document is collected from the handlers.
+//! problem+json. The OpenAPI document is collected from the handlers and
+//! finished in `openapi`.
 
 mod audit;
 mod emergency;
@@ -9,6 +10,7 @@ mod extract;
 mod faults;
 mod health;
 mod keys;
+mod openapi;
 mod plugins;
 mod telemetry;
 
@@ -69,7 +71,8 @@ impl Default for Limits {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Faultline", description = "Chaos experiment control service"),
-    components(schemas(Problem)),
+    components(schemas(Problem, experiments::AndroidFields, experiments::AndroidKind, experiments::AndroidRun,
+        experiments::Scenario, experiments::Expected)),
     modifiers(&ApiKeyScheme),
     security(("api_key" = []))
 )]
@@ -103,7 +106,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(emergency::status, emergency::engage, emergency::lift))
         .routes(routes!(audit::list))
         .split_for_parts();
-    let openapi = Arc::new(openapi);
+    let openapi = Arc::new(openapi::finish(openapi, &state.limits));
     router
         // A route layer: it runs after routing, so it knows the matched route.
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), audit::record))

@@ -1,5 +1,5 @@
 use axum::{Extension, Json};
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use faultline_plugin_runtime::LoadError;
 use serde::Serialize;
@@ -7,8 +7,8 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::audit::AuditNote;
-use super::extract::body_bytes;
-use super::{ApiError, AppState, MAX_BODY_BYTES, Problem};
+use super::extract::{PathParam, body_bytes};
+use super::{ApiError, AppState, MAX_BODY_BYTES};
 use crate::auth::{Caller, Role};
 use crate::plugins::{PluginEntry, RegistryError, Source};
 
@@ -60,17 +60,27 @@ impl From<RegistryError> for ApiError {
     }
 }
 
+const NAME: &str = "The plugin's name: 1 to 64 lowercase letters, digits, `-` and `_`";
+const COMPONENT: &str = "The WebAssembly component, as `cargo build --target wasm32-wasip2` writes it";
+const INSTALL_REFUSALS: &str = "`invalid_plugin_name`; `invalid_component`: the body is empty or not a component; \
+    `capability_not_granted`: it imports a capability its operator did not grant; `plugin_describe_failed`";
+
+/// A WebAssembly component's bytes.
+#[derive(ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub struct Component(#[allow(dead_code, reason = "documents the body only")] Vec<u8>);
+
 /// Lists loaded plugins (viewer).
-#[utoipa::path(get, path = "/plugins", responses((status = 200, body = [PluginInfo]), (status = 401, body = Problem)))]
+#[utoipa::path(get, path = "/plugins", responses((status = 200, description = "Every loaded plugin, built-in ones included", body = [PluginInfo])))]
 pub async fn list_plugins(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<PluginInfo>>, ApiError> {
     caller.require(Role::Viewer)?;
     Ok(Json(state.plugins.list().iter().map(|e| PluginInfo::from(e.as_ref())).collect()))
 }
 
 /// One loaded plugin (viewer).
-#[utoipa::path(get, path = "/plugins/{name}", params(("name" = String, Path)),
-    responses((status = 200, body = PluginInfo), (status = 404, body = Problem)))]
-pub async fn get_plugin(State(state): State<AppState>, caller: Caller, Path(name): Path<String>) -> Result<Json<PluginInfo>, ApiError> {
+#[utoipa::path(get, path = "/plugins/{name}", params(("name" = String, Path, description = NAME)),
+    responses((status = 200, body = PluginInfo), (status = 404, description = "`plugin_not_found`")))]
+pub async fn get_plugin(State(state): State<AppState>, caller: Caller, PathParam(name): PathParam<String>) -> Result<Json<PluginInfo>, ApiError> {
     caller.require(Role::Viewer)?;
     let entry = state.plugins.plugin(&name).ok_or(RegistryError::NotFound(name))?;
     Ok(Json(PluginInfo::from(entry.as_ref())))
@@ -95,13 +105,17 @@ async fn install(state: &AppState, caller: &Caller, name: &str, req: Request, re
 
 /// Loads a new plugin from the component in the body (admin). It is
 /// available at once, and kept in the plugins directory.
-#[utoipa::path(post, path = "/plugins/{name}", params(("name" = String, Path)),
-    request_body(content = Vec<u8>, content_type = "application/wasm"),
-    responses((status = 201, body = PluginInfo), (status = 409, body = Problem), (status = 422, body = Problem)))]
+#[utoipa::path(post, path = "/plugins/{name}", params(("name" = String, Path, min_length = 1, max_length = 64, pattern = "^[a-z0-9_-]+$", description = NAME)),
+    request_body(content = Component, description = COMPONENT, content_type = "application/octet-stream"),
+    responses((status = 201, description = "Loaded, and available at once", body = PluginInfo),
+        (status = 403, description = "`forbidden`: plugins are managed by admins"),
+        (status = 409, description = "`plugin_exists` (replace it with PUT), `builtin_plugin`, `fault_type_taken`: another plugin provides its fault type"),
+        (status = 413, description = "`payload_too_large`: the component is larger than 16 MiB"),
+        (status = 422, description = INSTALL_REFUSALS)))]
 pub async fn create_plugin(
     State(state): State<AppState>,
     caller: Caller,
-    Path(name): Path<String>,
+    PathParam(name): PathParam<String>,
     req: Request,
 ) -> Result<(StatusCode, Extension<AuditNote>, Json<PluginInfo>), ApiError> {
     install(&state, &caller, &name, req, false).await
@@ -109,13 +123,17 @@ pub async fn create_plugin(
 
 /// Loads or replaces a plugin (admin). Experiments already running on the
 /// old version finish on it.
-#[utoipa::path(put, path = "/plugins/{name}", params(("name" = String, Path)),
-    request_body(content = Vec<u8>, content_type = "application/wasm"),
-    responses((status = 200, body = PluginInfo), (status = 201, body = PluginInfo), (status = 422, body = Problem)))]
+#[utoipa::path(put, path = "/plugins/{name}", params(("name" = String, Path, min_length = 1, max_length = 64, pattern = "^[a-z0-9_-]+$", description = NAME)),
+    request_body(content = Component, description = COMPONENT, content_type = "application/octet-stream"),
+    responses((status = 200, description = "Replaced", body = PluginInfo), (status = 201, description = "Loaded: there was none by that name", body = PluginInfo),
+        (status = 403, description = "`forbidden`: plugins are managed by admins"),
+        (status = 409, description = "`builtin_plugin`, `fault_type_taken`: another plugin provides its fault type"),
+        (status = 413, description = "`payload_too_large`: the component is larger than 16 MiB"),
+        (status = 422, description = INSTALL_REFUSALS)))]
 pub async fn replace_plugin(
     State(state): State<AppState>,
     caller: Caller,
-    Path(name): Path<String>,
+    PathParam(name): PathParam<String>,
     req: Request,
 ) -> Result<(StatusCode, Extension<AuditNote>, Json<PluginInfo>), ApiError> {
     install(&state, &caller, &name, req, true).await
@@ -124,9 +142,12 @@ pub async fn replace_plugin(
 /// Unloads a plugin and deletes its file (admin); refused while an
 /// experiment runs on it. A build whose faults are not all reverted yet is
 /// kept, out of sight, until the reconciler has reverted them.
-#[utoipa::path(delete, path = "/plugins/{name}", params(("name" = String, Path)),
-    responses((status = 204), (status = 404, body = Problem), (status = 409, body = Problem)))]
-pub async fn delete_plugin(State(state): State<AppState>, caller: Caller, Path(name): Path<String>) -> Result<StatusCode, ApiError> {
+#[utoipa::path(delete, path = "/plugins/{name}", params(("name" = String, Path, description = NAME)),
+    responses((status = 204, description = "Unloaded, and its file deleted"),
+        (status = 403, description = "`forbidden`: plugins are managed by admins"),
+        (status = 404, description = "`plugin_not_found`"),
+        (status = 409, description = "`plugin_in_use`: an experiment runs on it; `builtin_plugin`")))]
+pub async fn delete_plugin(State(state): State<AppState>, caller: Caller, PathParam(name): PathParam<String>) -> Result<StatusCode, ApiError> {
     caller.require(Role::Admin)?;
     if state.plugins.plugin(&name).is_none() {
         return Err(RegistryError::NotFound(name).into());

@@ -1,24 +1,29 @@
-//! `/experiments/{platform}/start|status|metrics|stop`: the same four routes
-//! for every platform.
+//! `/experiments/{platform}/start|preview|status|metrics|stop`: the same
+//! routes for every platform. The OpenAPI document lists them per platform
+//! (`doc`).
 
+mod body;
+pub(super) mod doc;
 mod idempotency;
 mod request;
 mod view;
 
 
 use axum::{Extension, Json};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use faultline_plugin_runtime::CallError;
 use faultline_plugin_runtime::model::{FaultError, Platform};
 use serde_json::json;
 
+pub use body::{AndroidFields, AndroidKind, AndroidRun, Expected, Scenario};
 pub use request::StartRequest;
 pub use view::{Metrics, PlanSummary, Started, Status};
 
 use super::audit::AuditNote;
-use super::extract::{HashedJsonBody, IdParam, JsonBody};
-use super::{ApiError, AppState, Problem};
+use super::extract::{IdParam, PathParam};
+use super::{ApiError, AppState};
+use body::StartBody;
 use crate::auth::{Caller, Role};
 use crate::engine::{EngineError, Plan, PlanError, Planned};
 use crate::platforms::ResolveError;
@@ -104,16 +109,24 @@ impl From<PlanError> for ApiError {
 /// answers with the first request's experiment; a target already under the
 /// same kind of fault is a 409.
 #[utoipa::path(post, path = "/experiments/{platform}/start", params(("platform" = String, Path, description = "backend, frontend or android"),
-        ("Idempotency-Key" = Option<String>, Header, description = "a retry with the same key and body returns the first request's experiment")),
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
+            description = "1 to 255 visible ASCII characters. A retry with the same key and body answers with the first request's experiment")),
     request_body = StartRequest,
-    responses((status = 201, body = Started), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
-        (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem), (status = 503, body = Problem)))]
+    responses((status = 201, description = "The experiment has begun, in its baseline phase", body = Started),
+        (status = 400, description = "`invalid_idempotency_key`"),
+        (status = 403, description = "`forbidden`: starting needs the engineer role"),
+        (status = 409, description = "`target_busy`: a target is under the same kind of fault; `idempotency_key_in_use`: \
+            the first request with this key is still starting; `emergency_stop_engaged`"),
+        (status = 422, description = START_REFUSALS),
+        (status = 502, description = "`plugin_failed`: the fault's driver failed while checking the request"),
+        (status = 503, description = "`platform_unavailable`: the platform is not served by this host (for the backend: no Docker engine); \
+            `shutting_down`")))]
 pub async fn start(
     State(state): State<AppState>,
     caller: Caller,
-    Path(platform_name): Path<String>,
+    PathParam(platform_name): PathParam<String>,
     headers: HeaderMap,
-    HashedJsonBody(request, body_hash): HashedJsonBody<StartRequest>,
+    StartBody(request, body_hash): StartBody,
 ) -> Result<(StatusCode, HeaderMap, Extension<AuditNote>, Json<Started>), ApiError> {
     caller.require(Role::Engineer)?;
     // A client that hangs up mid-start must not cut the start in half (a
@@ -187,14 +200,17 @@ fn started(platform_name: &str, row: &ExperimentRow, plan: &Plan, replayed: bool
 
 /// What a start would do: the targets and how far a fault on them can
 /// reach, with every check of a start, and nothing injected (viewer).
-#[utoipa::path(post, path = "/experiments/{platform}/preview", params(("platform" = String, Path)),
+#[utoipa::path(post, path = "/experiments/{platform}/preview", params(("platform" = String, Path, description = "backend, frontend or android")),
     request_body = StartRequest,
-    responses((status = 200, body = PlanSummary), (status = 400, body = Problem), (status = 422, body = Problem), (status = 503, body = Problem)))]
+    responses((status = 200, description = "What the start would do", body = PlanSummary),
+        (status = 422, description = START_REFUSALS),
+        (status = 502, description = "`plugin_failed`: the fault's driver failed while checking the request"),
+        (status = 503, description = "`platform_unavailable`: the platform is not served by this host (for the backend: no Docker engine)")))]
 pub async fn preview(
     State(state): State<AppState>,
     caller: Caller,
-    Path(platform_name): Path<String>,
-    JsonBody(request): JsonBody<StartRequest>,
+    PathParam(platform_name): PathParam<String>,
+    StartBody(request, _): StartBody,
 ) -> Result<Json<PlanSummary>, ApiError> {
     caller.require(Role::Viewer)?;
     let planned = prepare(&state, &platform_name, &request).await?;
@@ -202,12 +218,13 @@ pub async fn preview(
 }
 
 /// An experiment's state, phase, intensity, targets, timeline and score (viewer).
-#[utoipa::path(get, path = "/experiments/{platform}/status", params(("platform" = String, Path), ("id" = String, Query)),
-    responses((status = 200, body = Status), (status = 400, body = Problem), (status = 404, body = Problem)))]
+#[utoipa::path(get, path = "/experiments/{platform}/status", params(("platform" = String, Path, description = "backend, frontend or android"), IdParam),
+    responses((status = 200, body = Status), (status = 400, description = "`missing_id`"),
+        (status = 404, description = "`experiment_not_found`: no experiment of this platform has that id")))]
 pub async fn status(
     State(state): State<AppState>,
     caller: Caller,
-    Path(platform_name): Path<String>,
+    PathParam(platform_name): PathParam<String>,
     IdParam(id): IdParam,
 ) -> Result<Json<Status>, ApiError> {
     caller.require(Role::Viewer)?;
@@ -215,12 +232,13 @@ pub async fn status(
 }
 
 /// Per-phase summaries and every observation (viewer).
-#[utoipa::path(get, path = "/experiments/{platform}/metrics", params(("platform" = String, Path), ("id" = String, Query)),
-    responses((status = 200, body = Metrics), (status = 400, body = Problem), (status = 404, body = Problem)))]
+#[utoipa::path(get, path = "/experiments/{platform}/metrics", params(("platform" = String, Path, description = "backend, frontend or android"), IdParam),
+    responses((status = 200, body = Metrics), (status = 400, description = "`missing_id`"),
+        (status = 404, description = "`experiment_not_found`: no experiment of this platform has that id")))]
 pub async fn metrics(
     State(state): State<AppState>,
     caller: Caller,
-    Path(platform_name): Path<String>,
+    PathParam(platform_name): PathParam<String>,
     IdParam(id): IdParam,
 ) -> Result<Json<Metrics>, ApiError> {
     caller.require(Role::Viewer)?;
@@ -232,12 +250,15 @@ pub async fn metrics(
 /// Stops an experiment (engineer): every fault is rolled back before the
 /// answer; the experiment ends with state `stopped`. Stopping an ended
 /// experiment changes nothing.
-#[utoipa::path(post, path = "/experiments/{platform}/stop", params(("platform" = String, Path), ("id" = String, Query)),
-    responses((status = 200, body = Status), (status = 400, body = Problem), (status = 404, body = Problem)))]
+#[utoipa::path(post, path = "/experiments/{platform}/stop", params(("platform" = String, Path, description = "backend, frontend or android"), IdParam),
+    responses((status = 200, description = "Everything is rolled back; the experiment as it ended", body = Status),
+        (status = 400, description = "`missing_id`"),
+        (status = 403, description = "`forbidden`: stopping needs the engineer role"),
+        (status = 404, description = "`experiment_not_found`: no experiment of this platform has that id")))]
 pub async fn stop(
     State(state): State<AppState>,
     caller: Caller,
-    Path(platform_name): Path<String>,
+    PathParam(platform_name): PathParam<String>,
     IdParam(id): IdParam,
 ) -> Result<Json<Status>, ApiError> {
     caller.require(Role::Engineer)?;
@@ -245,3 +266,11 @@ pub async fn stop(
     state.engine.stop(&id, &caller.name).await?;
     Ok(Json(status_of(&state, &platform_name, &id).await?))
 }
+
+/// The refusals of a start's checks, as documented.
+const START_REFUSALS: &str = "The request is refused before anything is injected: `unknown_fault_type`, `fault_not_on_platform`, \
+    `missing_targets`, `no_matching_target`, `invalid_target`, `only_protected_targets`, `missing_duration`, \
+    `conflicting_durations`, `duration_out_of_range`, `invalid_phases`, `phases_mismatch`, `intensity_out_of_range`, \
+    `intensity_not_supported`, `adaptive_not_supported`, `tolerance_out_of_range`, `unknown_param`, `invalid_param`, \
+    `missing_param`, `invalid_settings`, `target_unavailable`, `invalid_probe`, `invalid_guardrail`, `too_many_targets`, \
+    `blast_radius_exceeded`, `guardrail_not_supported`, `idempotency_key_reused` (starts only)";
