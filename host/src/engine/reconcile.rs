@@ -48,7 +48,7 @@ impl Engine {
             .build(&row.plugin, row.plugin_digest.as_deref())
             .await
             .ok_or_else(|| format!("plugin `{}` is not loaded; the revert waits for it", row.plugin))?;
-        let mut instance = entry.plugin.instantiate(Some(&row.experiment_id)).await.map_err(|e| e.to_string())?;
+        let mut instance = entry.plugin.instantiate(faultline_plugin_runtime::Scope::experiment(&row.experiment_id, [row.target_id.clone()])).await.map_err(|e| e.to_string())?;
         match instance.revert(token).await {
             Ok(()) | Err(CallError::Fault(FaultError::TargetUnavailable(_))) => Ok(()),
             Err(e) => Err(e.to_string()),

@@ -235,7 +235,7 @@ impl Run {
         }
         let settings = self.plan.settings(level);
         let calls = targets.iter().map(|t| Call::Inject(t.clone(), settings.clone())).collect();
-        let outcomes = fan_out(&self.plugin.plugin, &self.id, &mut self.instance, calls).await;
+        let outcomes = fan_out(&self.plugin.plugin, &faultline_plugin_runtime::Scope::of(&self.id, &self.plan.targets), &mut self.instance, calls).await;
         let mut first_failure = None;
         for ((target, journal_id), (outcome, took)) in targets.into_iter().zip(journal_ids).zip(outcomes) {
             self.metrics.plugin_call(&self.plan.plugin, "inject", took);
@@ -299,7 +299,7 @@ impl Run {
     /// when it trapped (or the last fan-out kept none).
     async fn instance(&mut self) -> Result<&mut FaultInstance, CallError> {
         if !self.instance.as_ref().is_some_and(FaultInstance::is_usable) {
-            self.instance = Some(self.plugin.plugin.instantiate(Some(&self.id)).await?);
+            self.instance = Some(self.plugin.plugin.instantiate(faultline_plugin_runtime::Scope::of(&self.id, &self.plan.targets)).await?);
         }
         Ok(self.instance.as_mut().expect("just made usable"))
     }
@@ -316,7 +316,7 @@ impl Run {
         // with fresh instances.
         let active = std::mem::take(&mut self.active);
         let calls = active.iter().map(|a| Call::Revert(a.token.clone())).collect();
-        let outcomes = fan_out(&self.plugin.plugin, &self.id, &mut self.instance, calls).await;
+        let outcomes = fan_out(&self.plugin.plugin, &faultline_plugin_runtime::Scope::of(&self.id, &self.plan.targets), &mut self.instance, calls).await;
         let mut failures = vec![];
         for (active, (outcome, took)) in active.into_iter().zip(outcomes) {
             self.metrics.plugin_call(&self.plan.plugin, "revert", took);

@@ -94,7 +94,7 @@ async fn prepare(
     plan.impact = platform.impact(&plan.targets).await;
     check_size(&plan, platform_name)?;
 
-    let mut instance = entry.plugin.instantiate(None).await.map_err(plugin_failure)?;
+    let mut instance = entry.plugin.instantiate(faultline_plugin_runtime::Scope::none()).await.map_err(plugin_failure)?;
     instance.validate(&plan.settings(plan.intensity.requested)).await.map_err(plugin_failure)?;
     Ok((plan, entry, platform))
 }
