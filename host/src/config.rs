@@ -66,6 +66,10 @@ pub struct ServeArgs {
     /// Use wasmtime's pooling allocator (faster instantiation, memory reserved up front).
     #[arg(long)]
     pub pooling: bool,
+    /// A Linux capability (such as SYS_PTRACE) plugins may give their
+    /// helpers, beyond NET_ADMIN; repeat for several.
+    #[arg(long = "helper-cap", value_name = "CAP", value_parser = parse_cap)]
+    pub helper_caps: Vec<String>,
     /// Longest experiment accepted, in seconds.
     #[arg(long, default_value_t = 24 * 3600)]
     pub max_duration_seconds: u64,
@@ -88,6 +92,14 @@ pub struct ServeArgs {
     pub log_json: bool,
 }
 
+/// A capability name as Docker takes it: letters and underscores.
+fn parse_cap(s: &str) -> Result<String, String> {
+    match !s.is_empty() && s.chars().all(|c| c.is_ascii_alphabetic() || c == '_') {
+        true => Ok(s.to_string()),
+        false => Err(format!("`{s}` is not a Linux capability name such as SYS_PTRACE")),
+    }
+}
+
 impl Default for ServeArgs {
     fn default() -> Self {
         ServeArgs::parse_from(["serve"])
@@ -104,6 +116,8 @@ pub struct HostConfig {
     pub plugin_call_timeout: Duration,
     pub plugin_memory_limit: usize,
     pub pooling: bool,
+    /// Linux capabilities plugins may give helpers beyond the default (`--helper-cap`).
+    pub helper_caps: Vec<String>,
     pub limits: Limits,
     pub demo: bool,
     /// Containers protected by the operator (`--protect`).
@@ -121,6 +135,7 @@ impl HostConfig {
             plugin_call_timeout: Duration::from_millis(args.plugin_call_timeout_ms),
             plugin_memory_limit: args.plugin_memory_mb << 20,
             pooling: args.pooling,
+            helper_caps: args.helper_caps.clone(),
             demo: args.demo,
             protect: args.protect.clone(),
             limits: Limits {
@@ -129,5 +144,18 @@ impl HostConfig {
                 ..Limits::default()
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helper_capabilities_are_repeatable_and_must_be_capability_names() {
+        let args = ServeArgs::try_parse_from(["serve", "--helper-cap", "SYS_PTRACE", "--helper-cap", "cap_net_raw"]).unwrap();
+        assert_eq!(args.helper_caps, ["SYS_PTRACE", "cap_net_raw"]);
+        assert!(ServeArgs::default().helper_caps.is_empty(), "the default allowlist is the runtime's");
+        assert!(ServeArgs::try_parse_from(["serve", "--helper-cap", "NET_ADMIN,SYS_ADMIN"]).is_err());
     }
 }

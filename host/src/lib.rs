@@ -18,6 +18,7 @@ pub mod telemetry;
 
 use std::sync::Arc;
 
+use faultline_plugin_runtime::capability::docker::HelperCaps;
 use faultline_plugin_runtime::{HostCapabilities, PluginEngine, RuntimeConfig};
 
 use crate::api::AppState;
@@ -27,7 +28,7 @@ use crate::config::HostConfig;
 use crate::engine::{Engine, RecoveryReport};
 use crate::platforms::Platforms;
 use crate::platforms::backend::BackendPlatform;
-use crate::platforms::backend::protection::Protection;
+use crate::capabilities::docker::protection::Protection;
 use crate::plugins::PluginRegistry;
 use crate::store::{AuditRow, Store};
 use crate::telemetry::Metrics;
@@ -47,7 +48,7 @@ pub async fn connect_platforms(protect: Vec<String>) -> (HostCapabilities, Platf
     let mut capabilities = HostCapabilities::default();
     let mut platforms = Platforms::default();
     let mut engine = None;
-    match tokio::time::timeout(std::time::Duration::from_secs(5), DockerEngine::connect()).await {
+    match tokio::time::timeout(std::time::Duration::from_secs(5), DockerEngine::connect(Protection::detect(protect))).await {
         Ok(Ok(docker)) => {
             match docker.helpers().sweep_expired().await {
                 Ok(0) => {}
@@ -56,7 +57,7 @@ pub async fn connect_platforms(protect: Vec<String>) -> (HostCapabilities, Platf
             }
             let docker = Arc::new(docker);
             capabilities.docker = docker.clone();
-            platforms = platforms.with(Arc::new(BackendPlatform::new(docker.clone(), Protection::detect(protect))));
+            platforms = platforms.with(Arc::new(BackendPlatform::new(docker.clone())));
             engine = Some(docker);
         }
         Ok(Err(e)) => tracing::warn!("no Docker engine, the backend platform is off: {e}"),
@@ -73,6 +74,7 @@ pub async fn start_host(config: &HostConfig, mut capabilities: HostCapabilities,
     let store = Store::open_sqlite(&config.data_dir.join("faultline.db")).await?;
     let metrics = Arc::new(Metrics::default());
     capabilities.log = Arc::new(telemetry::ExperimentLog { store: store.clone(), inner: capabilities.log });
+    capabilities.helper_caps = Arc::new(HelperCaps::with(&config.helper_caps));
 
     let runtime = PluginEngine::new(
         RuntimeConfig {

@@ -10,6 +10,11 @@
 //! h.revert(&token).await?;
 //! ```
 //!
+//! As on the host, each instance acts only within its scope: the targets
+//! given to `inject` so far (a revert or adjust of a token for another
+//! container is `denied`), never a container labelled
+//! `faultline.protected=true`, and helpers only with NET_ADMIN.
+//!
 //! This checks a plugin's own logic; it is no substitute for running it
 //! against a real platform.
 
@@ -21,12 +26,12 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use faultline_plugin_runtime::capability::adb::{Adb, Device, ShellOutput};
 use faultline_plugin_runtime::capability::docker::{
-    Container, Docker, ExecOutput, HelperSpec, Machine, ResourceUsage, StartedHelper,
+    Container, Docker, ExecOutput, HelperOwner, HelperSpec, Machine, ResourceUsage, StartedHelper,
 };
 use faultline_plugin_runtime::capability::log::{Level, LogSink};
 use faultline_plugin_runtime::capability::proxy::{Proxy, Rule};
 use faultline_plugin_runtime::capability::CapResult;
-use faultline_plugin_runtime::{Grants, HostCapabilities, LoadedPlugin, PluginEngine, RuntimeConfig};
+use faultline_plugin_runtime::{Grants, HostCapabilities, LoadedPlugin, PluginEngine, RuntimeConfig, Scope};
 
 pub use faultline_plugin_runtime::CallError;
 pub use faultline_plugin_runtime::model::{CapabilityError, FaultError, FaultInfo, ParamValue, Platform, Settings, Target};
@@ -48,6 +53,9 @@ pub struct RecordingHost {
     failures: Mutex<HashMap<String, VecDeque<CapabilityError>>>,
     containers: Mutex<Vec<Container>>,
     counter: Mutex<u64>,
+    helpers: Mutex<Vec<HelperOwner>>,
+    /// Rule id and the experiment that added it.
+    rules: Mutex<Vec<(String, String)>>,
 }
 
 impl RecordingHost {
@@ -114,9 +122,12 @@ impl Docker for RecordingHost {
     async fn copy_in(&self, id: String, path: String, contents: Vec<u8>, mode: u32) -> CapResult<()> {
         self.record("docker.copy_in", args!(id, path, contents.len(), mode))
     }
-    async fn run_helper(&self, spec: HelperSpec) -> CapResult<StartedHelper> {
+    async fn run_helper(&self, spec: HelperSpec, experiment: &str) -> CapResult<StartedHelper> {
         self.record("docker.run_helper", args!(spec.target, spec.args, spec.ttl_seconds))?;
-        Ok(StartedHelper { id: self.next_id("helper"), report: format!("recorded: {}", spec.args.join(" ")) })
+        let id = self.next_id("helper");
+        let owner = HelperOwner { id: id.clone(), target: spec.target.clone(), experiment: Some(experiment.into()) };
+        self.helpers.lock().unwrap().push(owner);
+        Ok(StartedHelper { id, report: format!("recorded: {}", spec.args.join(" ")) })
     }
     async fn remove_helper(&self, helper: String) -> CapResult<()> {
         self.record("docker.remove_helper", args!(helper))
@@ -125,6 +136,14 @@ impl Docker for RecordingHost {
         self.record("docker.stats", args!(id))?;
         let limit = self.container(&id).ok().and_then(|c| c.memory_limit).unwrap_or(1 << 30);
         Ok(ResourceUsage { cpu_percent: 0.0, memory_bytes: 0, memory_limit: limit, online_cpus: 1 })
+    }
+    async fn protection(&self, id: &str) -> CapResult<Option<String>> {
+        let protected = self.container(id).is_ok_and(|c| c.labels.iter().any(|(k, v)| k == "faultline.protected" && v == "true"));
+        Ok(protected.then(|| "labelled faultline.protected=true".into()))
+    }
+    /// Helpers this host started; any other name is no helper.
+    async fn helper_owner(&self, id: &str) -> CapResult<Option<HelperOwner>> {
+        Ok(self.helpers.lock().unwrap().iter().find(|h| h.id == id).cloned())
     }
 }
 
@@ -149,12 +168,19 @@ impl Adb for RecordingHost {
 
 #[async_trait]
 impl Proxy for RecordingHost {
-    async fn add_rule(&self, site: String, rule: Rule) -> CapResult<String> {
+    async fn add_rule(&self, site: String, rule: Rule, experiment: &str) -> CapResult<String> {
         self.record("proxy.add_rule", args!(site, rule))?;
-        Ok(self.next_id("rule"))
+        let id = self.next_id("rule");
+        self.rules.lock().unwrap().push((id.clone(), experiment.into()));
+        Ok(id)
     }
     async fn remove_rule(&self, rule_id: String) -> CapResult<()> {
         self.record("proxy.remove_rule", args!(rule_id))
+    }
+    async fn rule_owner(&self, rule_id: &str) -> CapResult<String> {
+        let rules = self.rules.lock().unwrap();
+        let owner = rules.iter().find(|(id, _)| id == rule_id).map(|(_, experiment)| experiment.clone());
+        owner.ok_or_else(|| CapabilityError::NotFound(format!("no rule {rule_id}")))
     }
 }
 
@@ -168,6 +194,8 @@ impl LogSink for RecordingHost {
 pub struct Harness {
     host: Arc<RecordingHost>,
     plugin: LoadedPlugin,
+    /// Ids of the targets injected so far: the scope of every instance.
+    targets: Mutex<Vec<String>>,
 }
 
 impl Harness {
@@ -182,11 +210,17 @@ impl Harness {
     /// Loads a component with `grants`, as the host would.
     pub async fn load(component: &[u8], grants: &str) -> Result<Harness, String> {
         let host = Arc::new(RecordingHost::default());
-        let capabilities = HostCapabilities { log: host.clone(), docker: host.clone(), adb: host.clone(), proxy: host.clone() };
+        let capabilities = HostCapabilities {
+            log: host.clone(),
+            docker: host.clone(),
+            adb: host.clone(),
+            proxy: host.clone(),
+            ..HostCapabilities::default()
+        };
         let engine = PluginEngine::new(RuntimeConfig::default(), capabilities).map_err(|e| e.to_string())?;
         let grants = Grants::parse(grants)?;
         let plugin = engine.load("under-test", component, &grants).await.map_err(|e| e.to_string())?;
-        Ok(Harness { host, plugin })
+        Ok(Harness { host, plugin, targets: Mutex::default() })
     }
 
     pub fn info(&self) -> &FaultInfo {
@@ -218,19 +252,25 @@ impl Harness {
         self.host.logs.lock().unwrap().iter().map(|(_, m)| m.clone()).collect()
     }
 
+    /// The scope an experiment over every target injected so far would have.
+    fn scope(&self) -> Scope {
+        Scope::experiment("harness", self.targets.lock().unwrap().clone())
+    }
+
     // Each call gets a fresh instance, as a restarted host would: a plugin
     // that keeps state between calls fails here first.
     pub async fn validate(&self, settings: Settings) -> Result<(), CallError> {
-        self.plugin.instantiate(None).await?.validate(&settings).await
+        self.plugin.instantiate(Scope::none()).await?.validate(&settings).await
     }
     pub async fn inject(&self, target: Target, settings: Settings) -> Result<String, CallError> {
-        self.plugin.instantiate(None).await?.inject(&target, &settings).await
+        self.targets.lock().unwrap().push(target.id.clone());
+        self.plugin.instantiate(self.scope()).await?.inject(&target, &settings).await
     }
     pub async fn adjust(&self, token: &str, settings: Settings) -> Result<String, CallError> {
-        self.plugin.instantiate(None).await?.adjust(token, &settings).await
+        self.plugin.instantiate(self.scope()).await?.adjust(token, &settings).await
     }
     pub async fn revert(&self, token: &str) -> Result<(), CallError> {
-        self.plugin.instantiate(None).await?.revert(token).await
+        self.plugin.instantiate(self.scope()).await?.revert(token).await
     }
 
     /// A backend target for a container of this name (its id is the name too).

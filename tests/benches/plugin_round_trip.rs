@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use faultline_plugin_runtime::capability::log::{Level, LogSink};
 use faultline_plugin_runtime::model::{Platform, Settings, Target};
-use faultline_plugin_runtime::{Grants, HostCapabilities, PluginEngine, RuntimeConfig};
+use faultline_plugin_runtime::{Grants, HostCapabilities, PluginEngine, RuntimeConfig, Scope};
 use faultline_tests::paths::test_plugin;
 
 const WARM_UP: usize = 200;
@@ -64,17 +64,17 @@ async fn wasm_rounds(pooling: bool, part: Part, component: &[u8]) -> Summary {
     let engine = PluginEngine::new(RuntimeConfig { pooling, ..RuntimeConfig::default() }, caps).unwrap();
     let plugin = engine.load("steady", component, &Grants::parse("log,clock").unwrap()).await.unwrap();
     let (target, settings) = (target(), settings());
-    let mut live = plugin.instantiate(None).await.unwrap();
+    let mut live = plugin.instantiate(Scope::none()).await.unwrap();
     let mut samples = Vec::with_capacity(ROUNDS);
     for round in 0..WARM_UP + ROUNDS {
         let started = Instant::now();
         match part {
             Part::RoundTrip => {
-                let mut instance = plugin.instantiate(None).await.unwrap();
+                let mut instance = plugin.instantiate(Scope::none()).await.unwrap();
                 let token = instance.inject(&target, &settings).await.unwrap();
                 instance.revert(&token).await.unwrap();
             }
-            Part::Instantiate => drop(plugin.instantiate(None).await.unwrap()),
+            Part::Instantiate => drop(plugin.instantiate(Scope::none()).await.unwrap()),
             Part::Calls => {
                 let token = live.inject(&target, &settings).await.unwrap();
                 live.revert(&token).await.unwrap();

@@ -5,7 +5,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// The test plugins under tests/plugins, by crate suffix.
-pub const TEST_PLUGINS: [&str; 7] = ["steady", "share", "looper", "hog", "trapper", "overreach", "fickle"];
+pub const TEST_PLUGINS: [&str; 8] = ["steady", "share", "looper", "hog", "trapper", "overreach", "fickle", "reacher"];
 
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()

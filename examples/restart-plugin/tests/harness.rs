@@ -53,3 +53,13 @@ async fn without_the_docker_grant_the_plugin_is_refused() {
     let refused = Harness::load(&bytes, "log").await.err().expect("refused");
     assert!(refused.contains("faultline:plugin/docker@0.1.0"), "{refused}");
 }
+
+#[tokio::test]
+async fn a_container_that_is_not_a_target_is_out_of_reach() {
+    let h = harness().await;
+    h.inject(Harness::container("web"), Harness::settings(100.0)).await.unwrap();
+    // As on the host, an instance acts only on its experiment's targets.
+    let error = h.revert("db").await.unwrap_err();
+    assert!(matches!(error, CallError::Fault(FaultError::Capability(CapabilityError::Denied(_)))), "{error:?}");
+    assert!(h.calls().iter().all(|c| !c.args.contains(&"\"db\"".to_string())), "nothing reached db: {:?}", h.calls());
+}

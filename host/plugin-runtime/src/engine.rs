@@ -187,13 +187,7 @@ impl PluginEngine {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         bindings::types::add_to_linker::<StoreState, wasmtime::component::HasSelf<StoreState>>(&mut linker, |s| s)?;
         for cap in grants.iter() {
-            match cap {
-                Capability::Log => capability::log::link(&mut linker)?,
-                Capability::Clock => capability::clock::link(&mut linker)?,
-                Capability::Docker => capability::docker::link(&mut linker)?,
-                Capability::Adb => capability::adb::link(&mut linker)?,
-                Capability::Proxy => capability::proxy::link(&mut linker)?,
-            }
+            capability::link(cap, &mut linker)?;
         }
         Ok(linker)
     }

@@ -3,8 +3,9 @@
 //! A fault component is a WebAssembly component of the `fault-driver` world
 //! (`wit/since_v0.1.0`). This crate compiles it (caching the result on disk),
 //! refuses it when it imports a capability its operator did not grant, and
-//! runs its calls under a deadline and a memory cap. It knows nothing about
-//! experiments: the host's engine drives it.
+//! runs its calls under a deadline and a memory cap. Of an experiment it
+//! knows only the [`Scope`] each instance is given, within which every
+//! capability call must stay: the host's engine drives it.
 
 mod bindings;
 pub mod capability;
@@ -12,12 +13,14 @@ mod engine;
 mod error;
 pub mod model;
 mod plugin;
+mod scope;
 mod state;
 
 pub use capability::{Capability, Grants, HostCapabilities};
 pub use engine::{PluginEngine, RuntimeConfig};
 pub use error::{CallError, LoadError};
 pub use plugin::{FaultInstance, LoadedPlugin};
+pub use scope::Scope;
 
 /// The contract version this runtime speaks.
 pub const CONTRACT_PACKAGE: &str = "faultline:plugin";

@@ -8,15 +8,11 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::WasiCtx;
 
 use crate::bindings::{FaultDriver, FaultDriverPre, types as wit};
-use crate::capability::Grants;
-use crate::capability::adb::AdbSlot;
-use crate::capability::clock::ClockSlot;
-use crate::capability::docker::DockerSlot;
-use crate::capability::log::LogSlot;
-use crate::capability::proxy::ProxySlot;
+use crate::capability::{Grants, Slots};
 use crate::engine::PluginEngine;
 use crate::error::{CallError, LoadError};
 use crate::model::{FaultError, FaultInfo, Settings, Target};
+use crate::scope::Scope;
 use crate::state::{DeadlineReached, Limits, StoreState};
 
 /// Host resources one instance may hold (WASI streams and the like).
@@ -59,7 +55,7 @@ impl LoadedPlugin {
             },
             pre,
         };
-        let mut instance = plugin.instantiate(None).await.map_err(|e| LoadError::Describe(e.to_string()))?;
+        let mut instance = plugin.instantiate(Scope::none()).await.map_err(|e| LoadError::Describe(e.to_string()))?;
         plugin.info = instance.describe().await.map_err(|e| LoadError::Describe(e.to_string()))?;
         check_info(&plugin.info).map_err(LoadError::Describe)?;
         Ok(plugin)
@@ -83,9 +79,9 @@ impl LoadedPlugin {
         &self.info
     }
 
-    /// A fresh instance: its own store, limits and deadline. `experiment`
-    /// attributes the plugin's logs.
-    pub async fn instantiate(&self, experiment: Option<&str>) -> Result<FaultInstance, CallError> {
+    /// A fresh instance: its own store, limits and deadline. Its capability
+    /// calls act only within `scope`, which also attributes its logs.
+    pub async fn instantiate(&self, scope: Scope) -> Result<FaultInstance, CallError> {
         let engine = &self.engine.inner;
         let caps = &engine.caps;
         let mut table = ResourceTable::new();
@@ -95,11 +91,7 @@ impl LoadedPlugin {
             wasi: WasiCtx::builder().build(),
             table,
             limits: Limits { memory_bytes: engine.config.memory_limit, memory_cap_hit: false },
-            log: LogSlot { sink: caps.log.clone(), plugin: self.name.clone(), experiment: experiment.map(Into::into) },
-            clock: ClockSlot { deadline: Instant::now(), origin: Instant::now() },
-            docker: DockerSlot(caps.docker.clone()),
-            adb: AdbSlot(caps.adb.clone()),
-            proxy: ProxySlot(caps.proxy.clone()),
+            caps: Slots::new(caps, &self.name, &scope),
         };
         let mut store = Store::new(&engine.engine, state);
         store.limiter(|s| &mut s.limits);
@@ -153,7 +145,7 @@ pub struct FaultInstance {
 impl FaultInstance {
     /// Starts a call's clock: the epoch callback and sleeps read this deadline.
     fn arm(&mut self) {
-        self.store.data_mut().clock.deadline = Instant::now() + self.timeout;
+        self.store.data_mut().caps.clock.deadline = Instant::now() + self.timeout;
         self.store.set_epoch_deadline(1);
     }
 

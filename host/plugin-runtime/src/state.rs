@@ -1,5 +1,5 @@
 //! What one store (one plugin instance) holds: WASI with nothing ambient,
-//! its limits, and one slot per capability.
+//! its limits, and one slot per capability, bound to the instance's scope.
 
 use std::time::Instant;
 
@@ -8,21 +8,13 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings;
-use crate::capability::adb::AdbSlot;
-use crate::capability::clock::ClockSlot;
-use crate::capability::docker::DockerSlot;
-use crate::capability::log::LogSlot;
-use crate::capability::proxy::ProxySlot;
+use crate::capability::Slots;
 
 pub struct StoreState {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     pub(crate) limits: Limits,
-    pub(crate) log: LogSlot,
-    pub(crate) clock: ClockSlot,
-    pub(crate) docker: DockerSlot,
-    pub(crate) adb: AdbSlot,
-    pub(crate) proxy: ProxySlot,
+    pub(crate) caps: Slots,
 }
 
 impl WasiView for StoreState {
@@ -72,6 +64,6 @@ impl std::error::Error for DeadlineReached {}
 
 impl StoreState {
     pub(crate) fn deadline(&self) -> Instant {
-        self.clock.deadline
+        self.caps.clock.deadline
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use faultline_plugin_runtime::model::{Settings, Target};
-use faultline_plugin_runtime::{CallError, FaultInstance, LoadedPlugin};
+use faultline_plugin_runtime::{CallError, FaultInstance, LoadedPlugin, Scope};
 
 use crate::store::Store;
 
@@ -62,7 +62,7 @@ impl TokenJournal<'_> {
 /// lane and gets back a usable one for later calls.
 pub async fn fan_out(
     plugin: &LoadedPlugin,
-    experiment: &str,
+    scope: &Scope,
     spare: &mut Option<FaultInstance>,
     items: Vec<Call>,
     journal: Option<&TokenJournal<'_>>,
@@ -80,7 +80,7 @@ pub async fn fan_out(
         runs.push(async move {
             let mut instance = match own {
                 Some(instance) => Ok(instance),
-                None => plugin.instantiate(Some(experiment)).await,
+                None => plugin.instantiate(scope.clone()).await,
             };
             let mut done = Vec::with_capacity(lane.len());
             for (index, item) in lane {
@@ -95,7 +95,7 @@ pub async fn fan_out(
                 }
                 done.push((index, outcome, took));
                 if instance.as_ref().is_ok_and(|i| !i.is_usable()) {
-                    instance = plugin.instantiate(Some(experiment)).await;
+                    instance = plugin.instantiate(scope.clone()).await;
                 }
             }
             (instance.ok(), done)

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use faultline_plugin_runtime::CallError;
+use faultline_plugin_runtime::{CallError, Scope};
 use faultline_plugin_runtime::model::{FaultInfo, Platform as PlatformKind};
 
 use super::{Engine, Plan};
@@ -63,7 +63,7 @@ impl Engine {
         (plan.targets, plan.excluded) = (resolved.targets, resolved.excluded);
         plan.impact = platform.impact(&plan.targets).await;
         check_size(&plan)?;
-        let mut instance = plugin.plugin.instantiate(None).await.map_err(PlanError::from)?;
+        let mut instance = plugin.plugin.instantiate(Scope::none()).await.map_err(PlanError::from)?;
         instance.validate(&plan.settings(plan.intensity.requested)).await.map_err(PlanError::from)?;
         Ok(Planned { plan, plugin, platform })
     }

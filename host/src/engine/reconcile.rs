@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use faultline_plugin_runtime::CallError;
+use faultline_plugin_runtime::{CallError, Scope};
 use faultline_plugin_runtime::model::FaultError;
 
 use super::Engine;
@@ -48,7 +48,9 @@ impl Engine {
             .build(&row.plugin, row.plugin_digest.as_deref())
             .await
             .ok_or_else(|| format!("plugin `{}` is not loaded; the revert waits for it", row.plugin))?;
-        let mut instance = entry.plugin.instantiate(Some(&row.experiment_id)).await.map_err(|e| e.to_string())?;
+        // Scoped to the one target the row names, as the run that made it was.
+        let scope = Scope::experiment(&row.experiment_id, [row.target_id.clone()]);
+        let mut instance = entry.plugin.instantiate(scope).await.map_err(|e| e.to_string())?;
         match instance.revert(token).await {
             Ok(()) | Err(CallError::Fault(FaultError::TargetUnavailable(_))) => Ok(()),
             Err(e) => Err(e.to_string()),

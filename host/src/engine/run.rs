@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use faultline_plugin_runtime::model::{FaultError, IntensityScope, Target};
-use faultline_plugin_runtime::{CallError, FaultInstance};
+use faultline_plugin_runtime::{CallError, FaultInstance, Scope};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -236,7 +236,7 @@ impl Run {
         let settings = self.plan.settings(level);
         let calls = targets.iter().map(|t| Call::Inject(t.clone(), settings.clone())).collect();
         let journal = TokenJournal { store: &self.store, rows: &journal_ids, level, failed: Default::default() };
-        let outcomes = fan_out(&self.plugin.plugin, &self.id, &mut self.instance, calls, Some(&journal)).await;
+        let outcomes = fan_out(&self.plugin.plugin, &self.scope(), &mut self.instance, calls, Some(&journal)).await;
         let mut first_failure = journal.failed.into_inner().expect("journal failure lock").map(Failure);
         for ((target, journal_id), (outcome, took)) in targets.into_iter().zip(journal_ids).zip(outcomes) {
             self.metrics.plugin_call(&self.plan.plugin, "inject", took);
@@ -293,11 +293,16 @@ impl Run {
         }
     }
 
+    /// What this run's plugin instances may act on: its own targets.
+    fn scope(&self) -> Scope {
+        Scope::of(&self.id, &self.plan.targets)
+    }
+
     /// A usable instance for a single call: the run's own, or a fresh one
     /// when it trapped (or the last fan-out kept none).
     async fn instance(&mut self) -> Result<&mut FaultInstance, CallError> {
         if !self.instance.as_ref().is_some_and(FaultInstance::is_usable) {
-            self.instance = Some(self.plugin.plugin.instantiate(Some(&self.id)).await?);
+            self.instance = Some(self.plugin.plugin.instantiate(self.scope()).await?);
         }
         Ok(self.instance.as_mut().expect("just made usable"))
     }
@@ -314,7 +319,7 @@ impl Run {
         // with fresh instances.
         let active = std::mem::take(&mut self.active);
         let calls = active.iter().map(|a| Call::Revert(a.token.clone())).collect();
-        let outcomes = fan_out(&self.plugin.plugin, &self.id, &mut self.instance, calls, None).await;
+        let outcomes = fan_out(&self.plugin.plugin, &self.scope(), &mut self.instance, calls, None).await;
         let mut failures = vec![];
         for (active, (outcome, took)) in active.into_iter().zip(outcomes) {
             self.metrics.plugin_call(&self.plan.plugin, "revert", took);

@@ -1,18 +1,25 @@
-//! `faultline:plugin/adb`: Android devices through an adb server.
+//! `faultline:plugin/adb`: Android devices through an adb server, within
+//! scope: only the devices the experiment's targets run on. An Android
+//! target's id is `<serial>/<package>`, so a revert from a journal row
+//! (which keeps only the target's id) still knows its device. A shell
+//! command is free text, so the scope stops at the device, not the package.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{CapResult, NotConfigured};
+use super::{CapResult, HostCapabilities, NotConfigured};
 use crate::bindings::faultline::plugin::adb as wit;
+use crate::model::CapabilityError;
+use crate::scope::Scope;
 use crate::state::StoreState;
 
 pub use wit::{Device, ShellOutput};
 
 type WitResult<T> = wasmtime::Result<Result<T, wit::CapabilityError>>;
 
-/// What the host offers plugins on Android.
+/// What the host offers plugins on Android. The slot below has checked the
+/// scope before any of these is called.
 #[async_trait]
 pub trait Adb: Send + Sync {
     async fn devices(&self) -> CapResult<Vec<Device>>;
@@ -37,20 +44,46 @@ impl Adb for NotConfigured {
     }
 }
 
-pub(crate) struct AdbSlot(pub Arc<dyn Adb>);
+/// One instance's adb: the host's implementation behind its scope.
+pub(crate) struct AdbSlot {
+    host: Arc<dyn Adb>,
+    scope: Scope,
+}
+
+impl AdbSlot {
+    pub(crate) fn new(caps: &HostCapabilities, scope: &Scope) -> Self {
+        AdbSlot { host: caps.adb.clone(), scope: scope.clone() }
+    }
+
+    fn in_scope(&self, serial: &str) -> bool {
+        self.scope.targets().iter().any(|t| t.split_once('/').is_some_and(|(device, _)| device == serial))
+    }
+
+    /// The scope check of every call on a device.
+    fn device(&self, serial: &str) -> CapResult<()> {
+        match self.in_scope(serial) {
+            true => Ok(()),
+            false => Err(CapabilityError::Denied(format!("device `{serial}` runs none of this experiment's targets"))),
+        }
+    }
+}
+
+fn wit<T>(r: CapResult<T>) -> WitResult<T> {
+    Ok(r.map_err(Into::into))
+}
 
 impl wit::Host for AdbSlot {
     async fn devices(&mut self) -> WitResult<Vec<Device>> {
-        Ok(self.0.devices().await.map_err(Into::into))
+        wit(self.host.devices().await.map(|all| all.into_iter().filter(|d| self.in_scope(&d.serial)).collect()))
     }
     async fn shell(&mut self, serial: String, command: String, timeout_ms: u32) -> WitResult<ShellOutput> {
-        Ok(self.0.shell(serial, command, timeout_ms).await.map_err(Into::into))
+        wit(async { self.device(&serial)?; self.host.shell(serial, command, timeout_ms).await }.await)
     }
     async fn install(&mut self, serial: String, apk: String, replace: bool) -> WitResult<()> {
-        Ok(self.0.install(serial, apk, replace).await.map_err(Into::into))
+        wit(async { self.device(&serial)?; self.host.install(serial, apk, replace).await }.await)
     }
     async fn emulator_console(&mut self, serial: String, command: String) -> WitResult<String> {
-        Ok(self.0.emulator_console(serial, command).await.map_err(Into::into))
+        wit(async { self.device(&serial)?; self.host.emulator_console(serial, command).await }.await)
     }
 }
 
@@ -60,5 +93,24 @@ impl wasmtime::component::HasData for HasAdb {
 }
 
 pub(crate) fn link(linker: &mut wasmtime::component::Linker<StoreState>) -> wasmtime::Result<()> {
-    wit::add_to_linker::<StoreState, HasAdb>(linker, |s| &mut s.adb)
+    wit::add_to_linker::<StoreState, HasAdb>(linker, |s| &mut s.caps.adb)
+}
+
+#[cfg(test)]
+mod tests {
+    use wit::Host as _;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn only_the_devices_of_the_targets_are_reachable() {
+        let scope = Scope::experiment("exp-1", ["emulator-5554/com.shop".to_string()]);
+        let mut slot = AdbSlot::new(&HostCapabilities::default(), &scope);
+        let other = slot.shell("emulator-5556".into(), "reboot".into(), 1000).await.unwrap();
+        assert!(matches!(other, Err(wit::CapabilityError::Denied(_))), "{other:?}");
+        let own = slot.shell("emulator-5554".into(), "true".into(), 1000).await.unwrap();
+        assert!(matches!(own, Err(wit::CapabilityError::Unavailable(_))), "passed the scope to an unconfigured host: {own:?}");
+        let none = AdbSlot::new(&HostCapabilities::default(), &Scope::none());
+        assert!(!none.in_scope("emulator-5554"));
+    }
 }

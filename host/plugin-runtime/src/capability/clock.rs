@@ -11,6 +11,12 @@ pub(crate) struct ClockSlot {
     pub origin: Instant,
 }
 
+impl ClockSlot {
+    pub(crate) fn new() -> Self {
+        ClockSlot { deadline: Instant::now(), origin: Instant::now() }
+    }
+}
+
 impl wit::Host for ClockSlot {
     async fn now_ms(&mut self) -> wasmtime::Result<u64> {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -34,5 +40,5 @@ impl wasmtime::component::HasData for HasClock {
 }
 
 pub(crate) fn link(linker: &mut wasmtime::component::Linker<StoreState>) -> wasmtime::Result<()> {
-    wit::add_to_linker::<StoreState, HasClock>(linker, |s| &mut s.clock)
+    wit::add_to_linker::<StoreState, HasClock>(linker, |s| &mut s.caps.clock)
 }

@@ -1,7 +1,9 @@
 //! Host capabilities, one module each (the Spin "factor" pattern): a trait
-//! the host implements, the slot a store keeps for it, and the function that
-//! links its interface. A plugin can only import what was linked for it, so
-//! a grant is structural, not a check inside every call.
+//! the host implements, the slot a store keeps for it with its scope check,
+//! and the function that links its interface. A plugin can only import what
+//! was linked for it, so a grant is structural; the slot then keeps each
+//! call within the instance's [`Scope`]. Adding a capability is a module
+//! and one entry in each list below.
 
 pub mod adb;
 pub mod clock;
@@ -16,6 +18,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::model::CapabilityError;
+use crate::scope::Scope;
+use crate::state::StoreState;
 
 /// Result of a capability call.
 pub type CapResult<T> = Result<T, CapabilityError>;
@@ -94,12 +98,15 @@ impl fmt::Display for Grants {
     }
 }
 
-/// The host's implementations of every capability. A capability that this
-/// host cannot offer (no Docker engine, no adb server) answers `unavailable`.
+/// The host's implementations of every capability, and the operator's
+/// policy for them. A capability that this host cannot offer (no Docker
+/// engine, no adb server) answers `unavailable`.
 #[derive(Clone)]
 pub struct HostCapabilities {
     pub log: Arc<dyn log::LogSink>,
     pub docker: Arc<dyn docker::Docker>,
+    /// Linux capabilities a plugin may give its helpers.
+    pub helper_caps: Arc<docker::HelperCaps>,
     pub adb: Arc<dyn adb::Adb>,
     pub proxy: Arc<dyn proxy::Proxy>,
 }
@@ -109,9 +116,42 @@ impl Default for HostCapabilities {
         HostCapabilities {
             log: Arc::new(log::TracingLog),
             docker: Arc::new(NotConfigured("docker")),
+            helper_caps: Arc::default(),
             adb: Arc::new(NotConfigured("adb")),
             proxy: Arc::new(NotConfigured("proxy")),
         }
+    }
+}
+
+/// Every capability's state in one instance, each bound to its scope.
+pub(crate) struct Slots {
+    pub log: log::LogSlot,
+    pub clock: clock::ClockSlot,
+    pub docker: docker::DockerSlot,
+    pub adb: adb::AdbSlot,
+    pub proxy: proxy::ProxySlot,
+}
+
+impl Slots {
+    pub(crate) fn new(caps: &HostCapabilities, plugin: &Arc<str>, scope: &Scope) -> Slots {
+        Slots {
+            log: log::LogSlot::new(caps, plugin, scope),
+            clock: clock::ClockSlot::new(),
+            docker: docker::DockerSlot::new(caps, scope),
+            adb: adb::AdbSlot::new(caps, scope),
+            proxy: proxy::ProxySlot::new(caps, scope),
+        }
+    }
+}
+
+/// Links one granted capability's interface.
+pub(crate) fn link(cap: Capability, linker: &mut wasmtime::component::Linker<StoreState>) -> wasmtime::Result<()> {
+    match cap {
+        Capability::Log => log::link(linker),
+        Capability::Clock => clock::link(linker),
+        Capability::Docker => docker::link(linker),
+        Capability::Adb => adb::link(linker),
+        Capability::Proxy => proxy::link(linker),
     }
 }
 

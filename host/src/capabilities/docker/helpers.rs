@@ -14,7 +14,7 @@ use bollard::query_parameters::{
     RemoveContainerOptionsBuilder, StartContainerOptions, StopContainerOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use faultline_plugin_runtime::capability::CapResult;
-use faultline_plugin_runtime::capability::docker::{HelperSpec, Namespace, StartedHelper};
+use faultline_plugin_runtime::capability::docker::{HelperOwner, HelperSpec, Namespace, StartedHelper};
 use faultline_plugin_runtime::model::CapabilityError;
 use futures_util::StreamExt;
 use tokio::sync::OnceCell;
@@ -28,7 +28,10 @@ use super::signals;
 /// Every helper carries this label; its value is the experiment-free owner tag.
 pub const HELPER_LABEL: &str = "faultline.helper";
 const EXPIRES_LABEL: &str = "faultline.expires";
+/// The full id of the container whose namespaces the helper joined.
 const TARGET_LABEL: &str = "faultline.target";
+/// The experiment a plugin started the helper for: only it may remove the helper.
+const EXPERIMENT_LABEL: &str = "faultline.experiment";
 /// How long a stopped agent gets to undo its changes (the agent itself gives up after 5 s).
 const STOP_GRACE_SECONDS: i32 = 6;
 /// The agent's line saying its effect is in place.
@@ -56,20 +59,30 @@ impl Helpers {
         self.image.get_or_try_init(|| scratch_image(&self.client, "faultline-agent", AGENT)).await.cloned()
     }
 
-    /// Creates a helper container (not yet started).
-    pub(super) async fn create(&self, args: Vec<String>, ttl_seconds: u32, target: &str, host_config: HostConfig) -> CapResult<String> {
+    /// Creates a helper container (not yet started); `experiment` is the
+    /// one a plugin started it for, none for the host's own helpers.
+    pub(super) async fn create(
+        &self,
+        args: Vec<String>,
+        ttl_seconds: u32,
+        target: &str,
+        experiment: Option<&str>,
+        host_config: HostConfig,
+    ) -> CapResult<String> {
         let image = self.image().await?;
         let expires = now_ms() / 1000 + i64::from(ttl_seconds);
         let mut cmd = vec!["--ttl".to_string(), ttl_seconds.to_string()];
         cmd.extend(args);
+        let mut labels = HashMap::from([
+            (HELPER_LABEL.to_string(), "true".to_string()),
+            (EXPIRES_LABEL.to_string(), expires.to_string()),
+            (TARGET_LABEL.to_string(), target.to_string()),
+        ]);
+        labels.extend(experiment.map(|e| (EXPERIMENT_LABEL.to_string(), e.to_string())));
         let body = ContainerCreateBody {
             image: Some(image),
             cmd: Some(cmd),
-            labels: Some(HashMap::from([
-                (HELPER_LABEL.to_string(), "true".to_string()),
-                (EXPIRES_LABEL.to_string(), expires.to_string()),
-                (TARGET_LABEL.to_string(), target.to_string()),
-            ])),
+            labels: Some(labels),
             host_config: Some(host_config),
             ..Default::default()
         };
@@ -89,9 +102,10 @@ impl Helpers {
         Ok(())
     }
 
-    /// Starts a helper in the target's namespaces and waits for its agent's
-    /// ready line; returns its container id and what the agent reported.
-    pub async fn run(&self, spec: HelperSpec) -> CapResult<StartedHelper> {
+    /// Starts a helper in the target's namespaces for an experiment and
+    /// waits for its agent's ready line; returns its container id and what
+    /// the agent reported.
+    pub async fn run(&self, spec: HelperSpec, experiment: &str) -> CapResult<StartedHelper> {
         let target = timed("inspecting a helper's target", CALL_TIMEOUT, self.client.inspect_container(&spec.target, None::<bollard::query_parameters::InspectContainerOptions>)).await?;
         let target_id = target.id.unwrap_or_default();
         let (running, paused) = target.state.map_or((false, false), |s| (s.running.unwrap_or(false), s.paused.unwrap_or(false)));
@@ -121,7 +135,7 @@ impl Helpers {
             auto_remove: Some(true),
             ..Default::default()
         };
-        let id = self.create(spec.args, spec.ttl_seconds, &target_id, host_config).await?;
+        let id = self.create(spec.args, spec.ttl_seconds, &target_id, Some(experiment), host_config).await?;
         // One budget for starting and reporting: Docker cannot even start a
         // container under a cgroup frozen since the check above.
         let started = async { ready_line(self.attach_and_start(&id).await?).await };
@@ -226,6 +240,21 @@ impl Helpers {
             )));
         }
         Ok(())
+    }
+
+    /// Whom a helper acts for, from its labels; `None` when `id` is not a helper.
+    pub async fn owner(&self, id: &str) -> CapResult<Option<HelperOwner>> {
+        let options = None::<bollard::query_parameters::InspectContainerOptions>;
+        let helper = timed("inspecting a helper", CALL_TIMEOUT, self.client.inspect_container(id, options)).await?;
+        let labels = helper.config.and_then(|c| c.labels).unwrap_or_default();
+        if !labels.contains_key(HELPER_LABEL) {
+            return Ok(None);
+        }
+        Ok(Some(HelperOwner {
+            id: helper.id.unwrap_or_default(),
+            target: labels.get(TARGET_LABEL).cloned().unwrap_or_default(),
+            experiment: labels.get(EXPERIMENT_LABEL).cloned(),
+        }))
     }
 
     /// Removes helpers whose time-to-live has passed: what a host that died

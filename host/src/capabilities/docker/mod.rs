@@ -1,11 +1,15 @@
 //! The docker capability, through bollard. Honours `DOCKER_HOST`; every
 //! call has its own timeout, because a wasm deadline cannot interrupt a
-//! host call.
+//! host call. The plugin runtime's docker slot checks each plugin call
+//! against its instance's scope before it reaches this module; what the
+//! slot asks of the host (is a container protected, whom does a helper act
+//! for) is answered here.
 
 mod convert;
 mod helpers;
 mod signals;
 pub mod images;
+pub mod protection;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -19,7 +23,7 @@ use bollard::query_parameters::{
 };
 use faultline_plugin_runtime::capability::CapResult;
 use faultline_plugin_runtime::capability::docker::{
-    self as cap, Container, ExecOutput, HelperSpec, Machine, ResourceUsage, StartedHelper,
+    self as cap, Container, ExecOutput, HelperOwner, HelperSpec, Machine, ResourceUsage, StartedHelper,
 };
 use faultline_plugin_runtime::model::CapabilityError;
 use futures_util::{StreamExt, TryStreamExt, future};
@@ -27,12 +31,15 @@ use futures_util::{StreamExt, TryStreamExt, future};
 pub use convert::{container_of, usage_of};
 pub use helpers::{HELPER_LABEL, Helpers};
 
+use self::protection::Protection;
+
 /// Budget of one Docker API call that is not a user-given wait.
 pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct DockerEngine {
     client: Docker,
     helpers: Helpers,
+    protection: Protection,
 }
 
 /// Maps bollard's errors onto the contract's.
@@ -55,11 +62,12 @@ pub(crate) async fn timed<T>(what: &str, limit: Duration, call: impl Future<Outp
 
 impl DockerEngine {
     /// Connects as the Docker CLI would (`DOCKER_HOST`, else the local
-    /// socket) and agrees on an API version the engine speaks.
-    pub async fn connect() -> Result<Self, bollard::errors::Error> {
+    /// socket) and agrees on an API version the engine speaks. `protection`
+    /// says which containers no experiment and no plugin may touch.
+    pub async fn connect(protection: Protection) -> Result<Self, bollard::errors::Error> {
         let client = Docker::connect_with_defaults()?.negotiate_version().await?;
         client.ping().await?;
-        Ok(DockerEngine { helpers: Helpers::new(client.clone()), client })
+        Ok(DockerEngine { helpers: Helpers::new(client.clone()), client, protection })
     }
 
     pub fn client(&self) -> &Docker {
@@ -68,6 +76,10 @@ impl DockerEngine {
 
     pub fn helpers(&self) -> &Helpers {
         &self.helpers
+    }
+
+    pub fn protection(&self) -> &Protection {
+        &self.protection
     }
 
     /// Ids of the containers carrying every one of these labels (`key=value`).
@@ -198,8 +210,8 @@ impl cap::Docker for DockerEngine {
         timed("copying into a container", CALL_TIMEOUT, self.client.upload_to_container(&id, Some(options), body)).await
     }
 
-    async fn run_helper(&self, spec: HelperSpec) -> CapResult<StartedHelper> {
-        self.helpers.run(spec).await
+    async fn run_helper(&self, spec: HelperSpec, experiment: &str) -> CapResult<StartedHelper> {
+        self.helpers.run(spec, experiment).await
     }
 
     async fn remove_helper(&self, helper: String) -> CapResult<()> {
@@ -214,6 +226,17 @@ impl cap::Docker for DockerEngine {
         let reading = timed("reading container stats", CALL_TIMEOUT, stream.try_next()).await?;
         let reading = reading.ok_or_else(|| CapabilityError::NotFound(format!("no stats for {id}")))?;
         Ok(convert::usage_of(&reading))
+    }
+
+    async fn protection(&self, id: &str) -> CapResult<Option<String>> {
+        let options = Some(InspectContainerOptions { size: false });
+        let response = timed("inspecting a container", CALL_TIMEOUT, self.client.inspect_container(id, options)).await?;
+        let addresses = if self.protection.needs_addresses() { protection::addresses(&response) } else { vec![] };
+        Ok(self.protection.reason(&container_of(response), &addresses))
+    }
+
+    async fn helper_owner(&self, id: &str) -> CapResult<Option<HelperOwner>> {
+        self.helpers.owner(id).await
     }
 }
 

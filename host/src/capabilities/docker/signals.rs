@@ -74,7 +74,7 @@ impl Helpers {
         }
         let host_config = HostConfig { pid_mode: Some("host".into()), ..Default::default() };
         let said = async {
-            let id = self.create(args, TTL_SECONDS, &requests[0].container, host_config).await?;
+            let id = self.create(args, TTL_SECONDS, &requests[0].container, None, host_config).await?;
             let output = self.attach_and_start(&id).await;
             let read = async {
                 let mut said = String::new();

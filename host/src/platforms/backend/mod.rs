@@ -3,8 +3,9 @@
 //! (`app=shop,tier=web`); each entry of `targets` adds what it matches.
 
 pub mod dependencies;
-pub mod protection;
 mod stats;
+
+pub use crate::capabilities::docker::protection;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -17,26 +18,24 @@ use faultline_plugin_runtime::model::{CapabilityError, Platform as PlatformKind,
 use futures_util::future;
 
 use self::dependencies::{Impact, Node, impact, words};
-use self::protection::Protection;
 use super::{Excluded, Observation, Platform, ResolveError, Resolved};
 use crate::capabilities::docker::{DockerEngine, HELPER_LABEL};
 
 pub struct BackendPlatform {
     docker: Arc<DockerEngine>,
     stats: stats::StatsWatcher,
-    protection: Protection,
 }
 
 impl BackendPlatform {
-    pub fn new(docker: Arc<DockerEngine>, protection: Protection) -> Self {
-        BackendPlatform { stats: stats::StatsWatcher::new(docker.client().clone()), docker, protection }
+    /// Never-targets are the docker capability's (see `protection`).
+    pub fn new(docker: Arc<DockerEngine>) -> Self {
+        BackendPlatform { stats: stats::StatsWatcher::new(docker.client().clone()), docker }
     }
 
     /// A container's IP addresses, on every network.
     async fn addresses(&self, id: &str) -> Vec<std::net::IpAddr> {
         let Ok(c) = self.docker.client().inspect_container(id, None::<InspectContainerOptions>).await else { return vec![] };
-        let networks = c.network_settings.and_then(|n| n.networks).unwrap_or_default();
-        networks.values().filter_map(|e| e.ip_address.as_deref().and_then(|ip| ip.parse().ok())).collect()
+        protection::addresses(&c)
     }
 
     /// Every running container but the host's helpers, as graph nodes.
@@ -123,8 +122,9 @@ impl Platform for BackendPlatform {
         }
         let mut resolved = Resolved::default();
         for c in found.into_values() {
-            let addresses = if self.protection.needs_addresses() { self.addresses(&c.id).await } else { vec![] };
-            match self.protection.reason(&c, &addresses) {
+            let protection = self.docker.protection();
+            let addresses = if protection.needs_addresses() { self.addresses(&c.id).await } else { vec![] };
+            match protection.reason(&c, &addresses) {
                 Some(reason) => resolved.excluded.push(Excluded { id: c.id, name: c.name, reason }),
                 None => resolved.targets.push(target_of(c)),
             }

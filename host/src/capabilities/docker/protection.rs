@@ -1,6 +1,8 @@
 //! Never-targets: containers no selector can make a target, whatever it
-//! matches. Each exclusion carries its reason, and the start answer lists
-//! them.
+//! matches, and no plugin can reach, whatever it asks. Each exclusion
+//! carries its reason, and the start answer lists them. It lives with the
+//! docker capability because both the backend platform's resolver and the
+//! capability's scope check rely on it.
 //!
 //! - the host's helpers (label `faultline.helper`);
 //! - anything labelled `faultline.protected=true`;
@@ -13,9 +15,10 @@
 
 use std::net::{IpAddr, ToSocketAddrs};
 
+use bollard::secret::ContainerInspectResponse;
 use faultline_plugin_runtime::capability::docker::Container;
 
-use crate::capabilities::docker::HELPER_LABEL;
+use super::HELPER_LABEL;
 
 pub const PROTECTED_LABEL: &str = "faultline.protected";
 
@@ -62,6 +65,12 @@ impl Protection {
         }
         None
     }
+}
+
+/// A container's IP addresses, on every network.
+pub fn addresses(c: &ContainerInspectResponse) -> Vec<IpAddr> {
+    let networks = c.network_settings.as_ref().and_then(|n| n.networks.as_ref());
+    networks.into_iter().flat_map(|n| n.values()).filter_map(|e| e.ip_address.as_deref().and_then(|ip| ip.parse().ok())).collect()
 }
 
 /// A Docker container id (64 hex digits) in cgroup or mount paths, such as
