@@ -77,6 +77,10 @@ pub struct ServeArgs {
     /// before it ends itself (helpers exit, rules expire), in seconds.
     #[arg(long, default_value_t = 60)]
     pub ttl_margin_seconds: u64,
+    /// Days to keep the samples and events of ended experiments, and audit
+    /// rows; 0 keeps them forever. Experiments themselves are kept.
+    #[arg(long, default_value_t = 30)]
+    pub retention_days: u64,
     /// A container (name or id) no experiment may touch, whatever its
     /// selectors match; repeat for several. Containers labelled
     /// faultline.protected=true, the host's own container and its Docker
@@ -122,6 +126,8 @@ pub struct HostConfig {
     pub demo: bool,
     /// Containers protected by the operator (`--protect`).
     pub protect: Vec<String>,
+    /// How long samples, events and audit rows are kept; `None`: forever.
+    pub retention: Option<Duration>,
 }
 
 impl HostConfig {
@@ -138,6 +144,7 @@ impl HostConfig {
             helper_caps: args.helper_caps.clone(),
             demo: args.demo,
             protect: args.protect.clone(),
+            retention: (args.retention_days > 0).then(|| Duration::from_secs(args.retention_days * 86_400)),
             limits: Limits {
                 max_duration: Duration::from_secs(args.max_duration_seconds),
                 ttl_margin: Duration::from_secs(args.ttl_margin_seconds),

@@ -94,6 +94,7 @@ pub async fn start_host(config: &HostConfig, mut capabilities: HostCapabilities,
     let engine = Engine::new(store.clone(), plugins.clone(), metrics.clone(), config.limits.ttl_margin);
     let recovery = engine.recover().await?;
     engine.spawn_reconciler();
+    engine.spawn_pruning(config.retention);
     if let Some(halt) = engine.load_emergency_stop().await? {
         tracing::warn!(by = %halt.engaged_by, "an emergency stop is in force: no experiment starts until an admin lifts it");
     }

@@ -217,3 +217,33 @@ async fn a_client_that_disconnects_mid_start_leaves_a_whole_experiment_that_a_re
         assert_eq!(DemoSystem::network_state(name), Vec::<String>::new(), "rules or qdiscs left in {name}");
     }
 }
+
+/// A stop while the system is watched in recovering: the experiment ends
+/// `stopped` with its reason at once (its faults were already reverted),
+/// and nothing is left on the containers.
+#[tokio::test]
+async fn a_stop_during_recovering_ends_stopped_with_its_reason_and_nothing_left() {
+    let mut system = DemoSystem::replicas(2, &[]);
+    let watched = system.run("watched", &[], &[], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &["--ttl-margin-seconds", &MARGIN_SECONDS.to_string()]);
+    // A probe on a service that stops answering once injecting begins keeps
+    // health below the baseline band, so recovery is watched for its whole phase.
+    let probe = json!({"type": "tcp", "address": format!("{}:8080", DemoSystem::ip(&watched)), "timeout_ms": 500});
+    let request = json!({"targets": [format!("{},tier=replica", system.selector())], "fault_type": "network_delay", "intensity": 100,
+        "probes": [probe], "phases": {"baseline_seconds": 1, "injecting_seconds": 2, "recovering_seconds": 60}});
+    let id = host.api.start_in_effect(&request).await;
+    try_docker(&["pause", &watched]).unwrap();
+    host.api.wait_status("backend", &id, 30, |s| s["phase"] == "recovering").await;
+    let asked = Instant::now();
+    let stopped = host.api.stop("backend", &id).await;
+    assert!(asked.elapsed() < Duration::from_secs(10), "{:?}", asked.elapsed());
+    assert_eq!(stopped.body["state"], "stopped", "{stopped:?}");
+    assert!(stopped.body["stop_reason"].as_str().unwrap().starts_with("stopped by"), "{stopped:?}");
+    assert_eq!(stopped.body["open_injections"], json!([]), "{stopped:?}");
+    assert!(system.helpers_left().is_empty(), "helpers left: {:?}", system.helpers_left());
+    for name in &system.names[..2] {
+        assert_eq!(DemoSystem::network_state(name), Vec::<String>::new(), "rules or qdiscs left in {name}");
+    }
+    let _ = try_docker(&["unpause", &watched]);
+}

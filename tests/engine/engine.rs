@@ -285,3 +285,30 @@ async fn an_experiment_whose_every_target_is_gone_fails_and_says_so() {
     assert_eq!(status["state"], "failed", "{status}");
     assert!(status["error"].as_str().unwrap().contains("no target could be injected"), "{status}");
 }
+
+#[tokio::test]
+async fn retention_prunes_the_samples_events_and_audit_rows_of_ended_experiments_and_keeps_the_experiment() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    let id = host.start_experiment(json!({"fault_type": "test_steady", "targets": ["svc-a"], "phases": phases(0.2, 0.6, 0.2)})).await;
+    host.api.wait_status("backend", &id, 30, ended).await;
+    let metrics = host.api.get(&format!("/experiments/backend/metrics?id={id}")).await.body;
+    let stored = metrics["samples_total"].as_u64().unwrap();
+    assert!(stored > 0 && metrics["series"].as_array().unwrap().len() as u64 == stored, "{metrics}");
+    assert_eq!(metrics["series_bucket"], 1, "a short experiment's series is whole: {metrics}");
+    let running = host.start_experiment(json!({"fault_type": "test_steady", "targets": ["svc-b"], "duration": 60})).await;
+
+    // What a pass with a retention ending now deletes: everything of the ended experiment but its record.
+    let pruned = host.state.store.prune(faultline::store::now_ms() + 1).await.unwrap();
+    assert!(pruned >= stored, "{pruned} rows pruned");
+    let after = host.api.get(&format!("/experiments/backend/metrics?id={id}")).await.body;
+    assert_eq!((after["samples_total"].as_u64(), after["state"].as_str()), (Some(0), Some("completed")), "{after}");
+    assert!(after["score"].is_number(), "the experiment's result is kept: {after}");
+    let status = host.api.get(&format!("/experiments/backend/status?id={id}")).await.body;
+    assert_eq!(status["events"], json!([]), "{status}");
+    assert_eq!(host.api.get("/audit").await.body, json!([]), "audit rows older than the retention are gone");
+    // A running experiment keeps its readings.
+    let live = host.api.get(&format!("/experiments/backend/status?id={running}")).await.body;
+    assert!(!live["events"].as_array().unwrap().is_empty(), "{live}");
+    host.api.stop("backend", &running).await;
+}

@@ -228,3 +228,37 @@ async fn the_ramp_reaches_the_requested_level_by_the_middle_of_injecting_and_the
         assert_eq!(metrics["requested_intensity"], 40.0);
     }
 }
+
+#[tokio::test]
+async fn starts_racing_a_shutdown_are_either_refused_or_rolled_back_before_it_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = InProcessHost::start(dir.path(), Options::default()).await;
+    let api = host.api.clone();
+    let starts: Vec<_> = (0..6)
+        .map(|i| {
+            let api = api.clone();
+            tokio::spawn(async move {
+                let body = json!({"fault_type": "test_steady", "targets": [format!("svc-{i}")], "ramp": false, "phases": phases(0.1, 600.0, 0.1)});
+                api.post_json("/experiments/backend/start", &body).await
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let engine = host.state.engine.clone();
+    let began = Instant::now();
+    engine.shutdown().await;
+    assert!(began.elapsed() < Duration::from_secs(30), "shutdown took {:?}", began.elapsed());
+    for start in starts {
+        let reply = start.await.unwrap();
+        match reply.status {
+            201 => {
+                let id = reply.body["id"].as_str().unwrap();
+                let row = host.state.store.experiment(id).await.unwrap().unwrap();
+                assert_eq!(row.state, "stopped", "an accepted start is rolled back by the shutdown: {row:?}");
+            }
+            503 => assert_eq!(reply.code(), "shutting_down"),
+            other => panic!("unexpected {other}: {reply:?}"),
+        }
+    }
+    assert!(host.log.in_effect().is_empty(), "left behind: {:?}", host.log.in_effect());
+}

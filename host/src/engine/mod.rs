@@ -13,6 +13,7 @@ pub mod plan;
 mod planner;
 mod reconcile;
 mod recovery;
+mod retention;
 mod run;
 pub mod score;
 mod supervisor;

@@ -12,6 +12,14 @@
 //! Each component is clamped to 0..1; the score is 100 × the weighted mean
 //! of the components present, clamped to 0..100 and rounded to one decimal.
 //! "Within the band" means health ≥ B × (1 − tolerance), tolerance as in the plan.
+//!
+//! What "while injecting" covers: every reading of the injecting phase. By
+//! default the ramp (`intensity.rs`) reaches the requested intensity at the
+//! middle of that phase and holds it, so at least half of those readings
+//! are taken at the level asked for (`ramp_seconds` moves that point,
+//! `ramp: false` holds it from the start); the metrics route marks them
+//! (`at_requested`) and summarizes them apart. An experiment that ends
+//! `failed` (a revert it could not make included) gets no score.
 
 use serde::Serialize;
 use utoipa::ToSchema;

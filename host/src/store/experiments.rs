@@ -213,4 +213,18 @@ impl Store {
             .await?;
         Ok(rows.iter().map(|r| EventRow { at_ms: r.get("at_ms"), kind: r.get("kind"), detail: r.get("detail") }).collect())
     }
+
+    /// Retention: deletes the samples and events of experiments that ended
+    /// before `before_ms`, and audit rows older than it. The experiments
+    /// themselves (state, score, result) and the journal are kept.
+    pub async fn prune(&self, before_ms: i64) -> StoreResult<u64> {
+        let ended = "SELECT id FROM experiments WHERE ended_at IS NOT NULL AND ended_at < $1";
+        let mut deleted = 0;
+        for table in ["samples", "events"] {
+            let done = sqlx::query(&format!("DELETE FROM {table} WHERE experiment_id IN ({ended})")).bind(before_ms).execute(&self.pool).await?;
+            deleted += done.rows_affected();
+        }
+        let done = sqlx::query("DELETE FROM audit_events WHERE at_ms < $1").bind(before_ms).execute(&self.pool).await?;
+        Ok(deleted + done.rows_affected())
+    }
 }

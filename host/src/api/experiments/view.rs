@@ -172,7 +172,10 @@ pub struct Status {
     pub excluded: Vec<Excluded>,
     /// The limits the request set: sizes checked at start, abort conditions watched.
     pub guardrails: Guardrails,
+    /// The timeline: at most 500 events, the first 100 and the latest.
     pub events: Vec<Event>,
+    /// Events between those, left out of this answer.
+    pub events_omitted: usize,
 }
 
 /// A journal row still open.
@@ -190,6 +193,16 @@ pub struct OpenInjection {
     pub next_attempt_at: Option<i64>,
     /// When the fault's own time-to-live ends it (ms since the epoch).
     pub expires_at: Option<i64>,
+}
+
+/// Most events a status answer lists: the first ones (how it began) and
+/// the latest; what lies between is counted in `events_omitted`.
+pub const MAX_EVENTS: usize = 500;
+const FIRST_EVENTS: usize = 100;
+
+fn bounded(events: Vec<EventRow>) -> impl Iterator<Item = EventRow> {
+    let skip = events.len().saturating_sub(MAX_EVENTS);
+    events.into_iter().enumerate().filter(move |(i, _)| *i < FIRST_EVENTS || *i >= FIRST_EVENTS + skip).map(|(_, e)| e)
 }
 
 pub fn plan_of(row: &ExperimentRow) -> Result<Plan, StoreError> {
@@ -259,7 +272,8 @@ impl Status {
             impact: plan.impact.clone(),
             excluded: plan.excluded.clone(),
             guardrails: plan.guardrails.clone(),
-            events: events.into_iter().map(|e| Event { at: e.at_ms, kind: e.kind, detail: e.detail }).collect(),
+            events_omitted: events.len().saturating_sub(MAX_EVENTS),
+            events: bounded(events).map(|e| Event { at: e.at_ms, kind: e.kind, detail: e.detail }).collect(),
             id: row.id,
         })
     }
@@ -327,12 +341,21 @@ pub struct Metrics {
     /// the system under the fault as asked (a ramp reaches it by the middle
     /// of injecting by default).
     pub at_requested: PhaseSummary,
-    /// Every observation, in order.
+    /// How many observations are stored; the summaries cover them all.
+    pub samples_total: usize,
+    /// How many consecutive observations of one phase each point of
+    /// `series` averages: 1 while an experiment has at most
+    /// `MAX_SERIES_POINTS` (500) of them, more beyond, so the answer stays bounded.
+    pub series_bucket: usize,
+    /// The observations in order, downsampled past 500 (see `series_bucket`).
     pub series: Vec<Sample>,
     pub score: Option<f64>,
     #[schema(value_type = Option<Object>)]
     pub result: Option<Value>,
 }
+
+/// Most points a metrics answer's series holds.
+pub const MAX_SERIES_POINTS: usize = 500;
 
 impl Metrics {
     pub fn new(row: ExperimentRow, samples: Vec<SampleRow>) -> Result<Self, StoreError> {
@@ -354,18 +377,52 @@ impl Metrics {
             phases.insert(phase.to_string(), PhaseSummary::of(&in_phase));
         }
         let at_requested: Vec<&Sample> = series.iter().filter(|s| s.phase == "injecting" && s.at_requested).collect();
+        let at_requested = PhaseSummary::of(&at_requested);
+        let (samples_total, series_bucket) = (series.len(), series.len().div_ceil(MAX_SERIES_POINTS).max(1));
         Ok(Metrics {
             id: row.id,
             state: row.state,
             phase: row.phase,
             phases,
             requested_intensity: requested,
-            at_requested: PhaseSummary::of(&at_requested),
-            series,
+            at_requested,
+            samples_total,
+            series_bucket,
+            series: downsample(series, series_bucket),
             score: row.score,
             result: row.result.as_deref().and_then(|r| serde_json::from_str(r).ok()),
         })
     }
+}
+
+/// Averages runs of `bucket` consecutive samples of one phase into one
+/// point (its first time, its last intensity), so phases never mix.
+fn downsample(series: Vec<Sample>, bucket: usize) -> Vec<Sample> {
+    if bucket <= 1 {
+        return series;
+    }
+    let mut points = vec![];
+    for run in series.chunk_by(|a, b| a.phase == b.phase) {
+        for chunk in run.chunks(bucket) {
+            let n = chunk.len() as f64;
+            let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+            for sample in chunk {
+                for (name, value) in sample.metrics.as_object().into_iter().flatten() {
+                    *sums.entry(name.clone()).or_default() += value.as_f64().unwrap_or_default();
+                }
+            }
+            let last = &chunk[chunk.len() - 1];
+            points.push(Sample {
+                at: chunk[0].at,
+                phase: last.phase.clone(),
+                intensity: last.intensity,
+                at_requested: chunk.iter().all(|s| s.at_requested),
+                health: chunk.iter().map(|s| s.health).sum::<f64>() / n,
+                metrics: serde_json::to_value(sums.into_iter().map(|(k, v)| (k, v / n)).collect::<BTreeMap<_, _>>()).unwrap_or_default(),
+            });
+        }
+    }
+    points
 }
 
 impl PhaseSummary {
@@ -381,5 +438,23 @@ impl PhaseSummary {
         }
         let metrics = by_metric.into_iter().filter_map(|(k, v)| Stat::of(&v).map(|s| (k, s))).collect();
         PhaseSummary { samples: samples.len(), health: Stat::of(&health), metrics }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(at: i64, phase: &str, health: f64) -> Sample {
+        Sample { at, phase: phase.into(), intensity: None, at_requested: false, health, metrics: serde_json::json!({"cpu": health * 10.0}) }
+    }
+
+    #[test]
+    fn downsampling_averages_runs_within_a_phase_and_never_mixes_phases() {
+        let series = vec![sample(0, "baseline", 1.0), sample(1, "baseline", 0.0), sample(2, "baseline", 0.5), sample(3, "injecting", 0.2)];
+        let points = downsample(series, 2);
+        let got: Vec<(i64, &str, f64)> = points.iter().map(|p| (p.at, p.phase.as_str(), p.health)).collect();
+        assert_eq!(got, [(0, "baseline", 0.5), (2, "baseline", 0.5), (3, "injecting", 0.2)]);
+        assert_eq!(points[0].metrics["cpu"], 5.0);
     }
 }
