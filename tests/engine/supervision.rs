@@ -83,7 +83,7 @@ async fn a_revert_that_fails_stays_open_and_the_reconciler_reverts_it_later() {
     assert!(open[0]["expires_at"].as_i64().is_some() && open[0]["error"].as_str().is_some(), "{status}");
     assert_eq!(host.log.in_effect().keys().collect::<Vec<_>>(), ["sticky-a"]);
 
-    // The sticky target accepts a revert 3 s after injection; the reconciler gets there.
+    // The sticky target accepts a revert 6 s after injection; the reconciler gets there.
     let status = host.api.wait_status("backend", &id, 30, |s| s["open_injections"] == json!([])).await;
     assert!(host.log.in_effect().is_empty(), "left behind: {:?}", host.log.in_effect());
     assert!(events(&status, "reverted").iter().any(|e| e == "sticky-a (by the reconciler)"), "{status}");
@@ -163,7 +163,7 @@ async fn a_run_stuck_inside_the_host_is_cut_off_at_its_planned_end_plus_the_marg
     host.platform.misbehave(Misbehaviour::Hang);
     let status = host.api.wait_status("backend", &id, 20, ended).await;
     let took = begun.elapsed();
-    assert!(took >= Duration::from_secs(3) + margin && took < Duration::from_secs(3) + margin + Duration::from_secs(3), "{took:?}");
+    assert!(took >= Duration::from_secs(3) + margin && took < Duration::from_secs(3) + margin + Duration::from_secs(8), "{took:?}");
     assert_eq!(status["state"], "failed", "{status}");
     assert!(status["error"].as_str().unwrap().contains("cut off"), "{status}");
     assert!(host.log.in_effect().is_empty(), "left behind: {:?}", host.log.in_effect());
@@ -174,7 +174,7 @@ async fn a_run_stuck_inside_the_host_is_cut_off_at_its_planned_end_plus_the_marg
     host.platform.misbehave(Misbehaviour::Hang);
     let asked = Instant::now();
     let stopped = host.api.stop("backend", &id).await;
-    assert!(asked.elapsed() < margin + Duration::from_secs(3), "{:?}", asked.elapsed());
+    assert!(asked.elapsed() < margin + Duration::from_secs(8), "{:?}", asked.elapsed());
     assert_eq!(stopped.body["state"], "failed", "{stopped:?}");
     assert!(stopped.body["stop_reason"].as_str().unwrap().starts_with("stopped by"), "{stopped:?}");
     assert!(host.log.in_effect().is_empty(), "left behind: {:?}", host.log.in_effect());
@@ -185,10 +185,12 @@ async fn a_run_stuck_inside_the_host_is_cut_off_at_its_planned_end_plus_the_marg
 async fn a_stop_during_recovering_ends_stopped_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();
     let host = InProcessHost::start(dir.path(), Options::default()).await;
-    let id = host.start_experiment(json!({"fault_type": "test_steady", "targets": ["svc-a"], "phases": phases(0.2, 0.4, 60.0)})).await;
-    host.api.wait_status("backend", &id, 10, |s| s["phase"] == "recovering").await;
-    // The system does not come back, so recovery is watched for its whole minute.
+    let id = host.start_experiment(json!({"fault_type": "test_steady", "targets": ["svc-a"], "phases": phases(0.2, 0.6, 60.0)})).await;
+    host.api.wait_status("backend", &id, 10, |s| s["phase"] == "injecting").await;
+    // The system goes down under the fault and does not come back, so
+    // recovery is watched for its whole minute.
     *host.platform.forced_health.lock().unwrap() = Some(0.0);
+    host.api.wait_status("backend", &id, 10, |s| s["phase"] == "recovering").await;
     let asked = Instant::now();
     let stopped = host.api.stop("backend", &id).await;
     assert!(asked.elapsed() < Duration::from_secs(5));
@@ -216,15 +218,15 @@ async fn the_ramp_reaches_the_requested_level_by_the_middle_of_injecting_and_the
         let injecting: Vec<&Value> = metrics["series"].as_array().unwrap().iter().filter(|s| s["phase"] == "injecting").collect();
         let start = injecting[0]["at"].as_i64().unwrap();
         for s in &injecting {
-            // Allow a sampling interval (100 ms) past the end of the ramp.
-            if (s["at"].as_i64().unwrap() - start) as f64 > ramp_share * 2000.0 + 150.0 {
+            // Allow a few sampling intervals (100 ms each) past the end of the ramp.
+            if (s["at"].as_i64().unwrap() - start) as f64 > ramp_share * 2000.0 + 400.0 {
                 assert_eq!(s["intensity"], 40.0, "{request}: held at the requested level after the ramp: {s}");
             }
             assert_eq!(s["at_requested"], s["intensity"] == 40.0, "{s}");
         }
         let at_requested = injecting.iter().filter(|s| s["at_requested"] == true).count();
         assert_eq!(metrics["at_requested"]["samples"], at_requested, "{metrics}");
-        assert!(at_requested as f64 >= (1.0 - ramp_share) * injecting.len() as f64 - 2.0, "{request}: {at_requested} of {}", injecting.len());
+        assert!(at_requested as f64 >= (1.0 - ramp_share) * injecting.len() as f64 - 5.0, "{request}: {at_requested} of {}", injecting.len());
         assert_eq!(metrics["requested_intensity"], 40.0);
     }
 }

@@ -139,7 +139,7 @@ pub async fn replace_plugin(
     install(&state, &caller, &name, req, true).await
 }
 
-/// Unloads a plugin and deletes its file (admin); refused while an
+/// Unloads a plugin (admin); refused while an
 /// experiment runs on it. A build whose faults are not all reverted yet is
 /// kept, out of sight, until the reconciler has reverted them.
 #[utoipa::path(delete, path = "/plugins/{name}", params(("name" = String, Path, description = NAME)),

@@ -26,7 +26,8 @@ impl Ramp {
         }
         let span = target - intensity.min;
         let count = ((span / intensity.step).ceil() as usize).clamp(1, MAX_RAMP_LEVELS);
-        let levels = (1..=count).map(|k| intensity.min + span * k as f64 / count as f64).collect();
+        // The last level is the requested one exactly, not a float's near miss.
+        let levels = (1..=count).map(|k| if k == count { target } else { intensity.min + span * k as f64 / count as f64 }).collect();
         Ramp { levels, ramp_ms }
     }
 
@@ -113,6 +114,12 @@ mod tests {
         assert_eq!(ramp.level_at(2999), 60.0);
         assert_eq!(ramp.level_at(3000), 80.0);
         assert_eq!(ramp.level_at(5999), 80.0);
+    }
+
+    #[test]
+    fn the_last_level_is_exactly_the_requested_one() {
+        let ramp = Ramp::new(&Intensity { min: 0.1, ..intensity(0.7, 0.3) }, 1000);
+        assert_eq!(*ramp.levels().last().unwrap(), 0.7);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The experiment engine: phases, intensity, rollback and the journal.
 //!
 //! `state` is `running` until the end, then one of `completed`, `stopped` (a
-//! user, or the host shutting down), `aborted` (a guardrail) or `failed` (a
-//! driver or platform failed, or the host died mid-run). `phase` moves
+//! user, an emergency stop, or the host shutting down), `aborted` (a
+//! guardrail) or `failed` (a driver or platform failed, a fault could not
+//! be reverted, the run broke inside the host, or the host died mid-run). `phase` moves
 //! baseline → injecting → recovering → completed; every exit path passes
 //! through the rollback.
 
@@ -125,6 +126,8 @@ struct Running {
     interrupt: Arc<Mutex<Option<Interrupt>>>,
     done: watch::Receiver<bool>,
     plugin: String,
+    /// The plugin build it runs on: kept while it runs, even if replaced.
+    digest: String,
     /// The driver's fault name and the fault names it conflicts with.
     fault: String,
     conflicts_with: Vec<String>,
@@ -234,6 +237,7 @@ impl Engine {
                 interrupt: interrupt.clone(),
                 done,
                 plugin: plan.plugin.clone(),
+                digest: plugin.plugin.digest().to_string(),
                 fault: plan.fault.clone(),
                 conflicts_with,
                 targets,
@@ -276,14 +280,13 @@ impl Engine {
             targets: plan.targets.clone(),
         };
         let run = run::Run::new(row.id.clone(), plan, plugin, platform, self.inner.store.clone(), self.inner.metrics.clone(), cancel, interrupt);
-        let engine = self.clone();
-        let id = row.id.clone();
+        // Only once the supervisor has settled the run, whatever happened
+        // inside (even a panic of the supervisor itself unwinds through this
+        // guard), are its targets free and its stop answered.
+        let released = Released { engine: self.clone(), id: row.id.clone(), done: done_tx };
         self.inner.tasks.spawn(async move {
-            engine.supervise(run, supervised).await;
-            // Only now are its targets free and its stop answered: the
-            // supervisor has settled it whatever happened inside.
-            engine.inner.running.lock().expect("running lock").remove(&id);
-            let _ = done_tx.send(true);
+            released.engine.supervise(run, supervised).await;
+            drop(released);
         });
         Ok(row)
     }
@@ -404,9 +407,30 @@ impl Engine {
         self.inner.running.lock().expect("running lock").contains_key(id)
     }
 
+    /// Whether a running experiment uses the plugin build with this digest.
+    pub(crate) fn build_running(&self, digest: &str) -> bool {
+        self.inner.running.lock().expect("running lock").values().any(|r| r.digest == digest)
+    }
+
     /// Whether an experiment runs on a plugin. (Open journal rows do not
     /// hold a plugin: the registry keeps the build that made them.)
     pub fn plugin_running(&self, plugin: &str) -> bool {
         self.inner.running.lock().expect("running lock").values().any(|r| r.plugin == plugin)
+    }
+}
+
+/// Frees a run's targets and answers its stop when dropped.
+struct Released {
+    engine: Engine,
+    id: String,
+    done: watch::Sender<bool>,
+}
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        if let Ok(mut running) = self.engine.inner.running.lock() {
+            running.remove(&self.id);
+        }
+        let _ = self.done.send(true);
     }
 }

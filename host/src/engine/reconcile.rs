@@ -13,17 +13,28 @@ use crate::store::{InjectionRow, InjectionState, StoreError, now_ms};
 
 /// How often the reconciler looks for due retries.
 const TICK: Duration = Duration::from_secs(1);
+/// How long one revert attempt holds a row against other attempts; past
+/// it (a host that died mid-attempt) the row is fair game again.
+const CLAIM_MS: i64 = 120_000;
 /// Backoff between attempts: 1 s, doubling, at most a minute.
 const FIRST_BACKOFF_MS: i64 = 1000;
 const MAX_BACKOFF_MS: i64 = 60_000;
+
+/// What an experiment's end says of the targets whose faults are still open.
+pub(super) fn left_open(targets: &[String]) -> Option<String> {
+    (!targets.is_empty()).then(|| format!("could not revert on {}; the reconciler retries until reverted or expired", targets.join(", ")))
+}
 
 /// When a row handed to the reconciler is first retried.
 pub(super) fn first_retry_at() -> i64 {
     now_ms() + FIRST_BACKOFF_MS
 }
 
-fn retry_at(attempts: i64) -> i64 {
-    now_ms() + (FIRST_BACKOFF_MS << attempts.clamp(0, 6)).min(MAX_BACKOFF_MS)
+/// The next attempt after `attempts` failures; never past the row's
+/// expiry, when it is closed as ended by its time-to-live.
+fn retry_at(attempts: i64, expires_at: Option<i64>) -> i64 {
+    let next = now_ms() + (FIRST_BACKOFF_MS << attempts.clamp(0, 6)).min(MAX_BACKOFF_MS);
+    expires_at.map_or(next, |at| next.min(at))
 }
 
 /// What became of an open journal row.
@@ -36,6 +47,8 @@ pub(super) enum Settled {
     NoToken,
     /// The revert failed again; the reconciler tries later.
     Retrying,
+    /// Another attempt holds the row, or it is closed already.
+    Held,
 }
 
 impl Engine {
@@ -62,6 +75,10 @@ impl Engine {
     /// `label` is the rollback reason in the metrics.
     pub(super) async fn settle_row(&self, row: &InjectionRow, how: &str, label: &str) -> Result<Settled, StoreError> {
         let store = self.store();
+        let now = now_ms();
+        if !store.journal_claim(&row.id, now, now + CLAIM_MS).await? {
+            return Ok(Settled::Held);
+        }
         let Some(token) = row.token.as_deref().filter(|_| row.state != InjectionState::Pending.as_str()) else {
             let why = "the driver never returned a revert token; the fault's time-to-live ends it";
             store.journal_close(&row.id, InjectionState::Unknown, Some(why)).await?;
@@ -81,24 +98,29 @@ impl Engine {
                 Ok(Settled::Reverted)
             }
             Err(e) => {
-                store.journal_retry(&row.id, &e, retry_at(row.attempts)).await?;
+                store.journal_retry(&row.id, token, &e, retry_at(row.attempts, row.expires_at)).await?;
                 self.metrics().rollback(label, "failed");
                 Ok(Settled::Retrying)
             }
         }
     }
 
-    /// One pass: every due retry, then the retired plugin builds that no
-    /// open row needs any more. Returns how many rows it closed.
+    /// One pass: every due retry and every open row no run holds any more,
+    /// then the retired plugin builds that neither an open row nor a
+    /// running experiment needs. Returns how many rows it closed.
     pub async fn reconcile_once(&self) -> Result<usize, StoreError> {
         let mut closed = 0;
-        for row in self.store().due_retries(now_ms()).await? {
-            if self.settle_row(&row, "by the reconciler", "reconciler").await? != Settled::Retrying {
+        for row in self.store().due_open_injections(now_ms()).await? {
+            // A running experiment's pending and active rows are its run's.
+            if row.state != InjectionState::Retrying.as_str() && self.is_running(&row.experiment_id) {
+                continue;
+            }
+            if matches!(self.settle_row(&row, "by the reconciler", "reconciler").await?, Settled::Reverted | Settled::Expired | Settled::NoToken) {
                 closed += 1;
             }
         }
         for digest in self.plugins().retired() {
-            if !self.store().build_has_open_injections(&digest).await? {
+            if !self.build_running(&digest) && !self.store().build_has_open_injections(&digest).await? {
                 self.plugins().release(&digest);
             }
         }

@@ -32,7 +32,7 @@ impl Engine {
                 Settled::Reverted => report.reverted += 1,
                 Settled::NoToken => report.without_token += 1,
                 Settled::Expired => report.expired += 1,
-                Settled::Retrying => report.still_open += 1,
+                Settled::Retrying | Settled::Held => report.still_open += 1,
             }
         }
         for experiment in store.experiments_in_state("running").await? {

@@ -21,8 +21,10 @@ use crate::plugins::PluginEntry;
 use crate::store::{InjectionRow, InjectionState, SampleRow, Store, now_ms};
 use crate::telemetry::Metrics;
 
-/// Attempts at reverting one injection before it is left to the journal.
-const REVERT_ATTEMPTS: u32 = 3;
+/// Attempts at reverting one injection before it goes to the reconciler
+/// (each is one plugin call, up to its timeout: the run must stay well
+/// within its margin).
+const REVERT_ATTEMPTS: u32 = 2;
 /// In-band observations in a row that count as recovered.
 const RECOVERED_AFTER_SAMPLES: usize = 2;
 
@@ -357,7 +359,7 @@ impl Run {
                 Err(e) => last_error = e.to_string(),
             }
         }
-        let _ = self.store.journal_retry(&active.journal_id, &last_error, reconcile::first_retry_at()).await;
+        let _ = self.store.journal_retry(&active.journal_id, &active.token, &last_error, reconcile::first_retry_at()).await;
         self.metrics.rollback(reason, "failed");
         self.event("revert_failed", &format!("{}: {last_error}; the reconciler keeps trying", active.target.name)).await;
         false
@@ -412,9 +414,8 @@ impl Run {
         // (a revert that failed during a ramp step counts too): no clean end then.
         let open = self.store.open_injections_of(&self.id).await.map(|rows| rows.into_iter().map(|r| r.target_name).collect());
         let open: Vec<String> = open.unwrap_or(rollback_failures);
-        if !open.is_empty() {
+        if let Some(note) = reconcile::left_open(&open) {
             state = "failed";
-            let note = format!("could not revert on {}; the reconciler retries until reverted or expired", open.join(", "));
             error = Some(error.map_or(note.clone(), |e| format!("{e}; {note}")));
         }
         let score = (state != "failed").then(|| {

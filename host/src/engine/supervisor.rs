@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use faultline_plugin_runtime::model::Target;
+use futures_util::StreamExt;
 use tokio::task::JoinError;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -39,6 +40,8 @@ impl Engine {
             tokio::time::sleep(margin).await;
         };
         let overdue = tokio::select! {
+            // A run that has ended wins a tie with its deadline.
+            biased;
             joined = &mut handle => Err(joined.err().map(panic_reason)),
             () = tokio::time::sleep_until(deadline) => Ok(format!("the run was still going {margin:?} after its planned end; cut off")),
             () = stop_overdue => Ok(format!("the run had not rolled back {margin:?} after it was asked to end; cut off")),
@@ -70,15 +73,29 @@ impl Engine {
         let store = self.store();
         let _ = store.add_event(&s.id, "failed", reason).await;
         let open = store.open_injections_of(&s.id).await.unwrap_or_default();
-        let settled = futures_util::future::join_all(open.iter().map(|row| self.settle_row(row, "by the supervisor", "failure"))).await;
+        // As many at once as a run's own rollback; what fails or is skipped
+        // here stays open for the reconciler.
+        let mut settles = futures_util::stream::FuturesUnordered::new();
+        let mut settled = vec![];
+        for row in &open {
+            if settles.len() == super::fan_out::LANES
+                && let Some(done) = settles.next().await
+            {
+                settled.push(done);
+            }
+            settles.push(self.settle_row(row, "by the supervisor", "failure"));
+        }
+        while let Some(done) = settles.next().await {
+            settled.push(done);
+        }
         if let Some(Err(e)) = settled.iter().find(|r| r.is_err()) {
             tracing::error!(experiment = %s.id, "journal: {e}");
         }
         s.platform.unwatch(&s.targets).await;
         let left: Vec<String> = store.open_injections_of(&s.id).await.unwrap_or_default().into_iter().map(|r| r.target_name).collect();
         let mut error = reason.to_string();
-        if !left.is_empty() {
-            error.push_str(&format!("; could not revert on {}; the reconciler retries until reverted or expired", left.join(", ")));
+        if let Some(note) = super::reconcile::left_open(&left) {
+            error = format!("{error}; {note}");
         }
         let stop_reason = s.interrupt.lock().expect("interrupt lock").as_ref().map(Interrupt::reason);
         let _ = store.add_event(&s.id, "phase", "completed").await;

@@ -9,7 +9,7 @@
 mod grants;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use faultline_plugin_runtime::{LoadError, LoadedPlugin, PluginEngine};
@@ -143,12 +143,18 @@ impl PluginRegistry {
         }
         let plugin = self.engine.load(name, bytes, &self.grants.for_plugin(name)).await?;
         self.check_faults_free(&plugin)?;
+        // Written aside first: the old build is retired only once the new
+        // one's file is safely down.
+        let path = self.dir.join(format!("{name}.wasm"));
+        let partial = path.with_extension("wasm.partial");
+        std::fs::write(&partial, bytes)?;
         self.retire(name)?;
-        write_atomically(&self.dir.join(format!("{name}.wasm")), bytes)?;
+        std::fs::rename(&partial, &path)?;
         self.register(plugin, Source::Upload)
     }
 
-    /// Unloads an operator plugin; its build is retired with its file.
+    /// Unloads an operator plugin; its build is retired with its file (see
+    /// the module's header), not deleted.
     pub fn unload(&self, name: &str) -> Result<(), RegistryError> {
         let entry = self.plugin(name).ok_or_else(|| RegistryError::NotFound(name.into()))?;
         if entry.source == Source::Builtin {
@@ -271,10 +277,4 @@ fn check_name(name: &str) -> Result<(), RegistryError> {
         && name.len() <= 64
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if ok { Ok(()) } else { Err(RegistryError::BadName(name.into())) }
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let partial = path.with_extension("wasm.partial");
-    std::fs::write(&partial, bytes)?;
-    std::fs::rename(&partial, path)
 }

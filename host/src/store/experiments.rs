@@ -129,6 +129,8 @@ impl Store {
     }
 
     /// Ends an experiment: final state, phase completed, score and result.
+    /// Only once: whoever records the end first (the run, or its
+    /// supervisor) keeps it.
     #[allow(clippy::too_many_arguments)]
     pub async fn finish_experiment(
         &self,
@@ -142,7 +144,7 @@ impl Store {
         let now = now_ms();
         sqlx::query(
             "UPDATE experiments SET state = $1, phase = 'completed', phase_started_at = $2, ended_at = $2, \
-             score = $3, result = $4, error = $5, stop_reason = $6 WHERE id = $7",
+             score = $3, result = $4, error = $5, stop_reason = $6 WHERE id = $7 AND state = 'running'",
         )
         .bind(state)
         .bind(now)

@@ -62,6 +62,7 @@ pub struct InjectionRow {
 }
 
 /// The states of a row that still needs a revert (or a closing word).
+pub const OPEN_STATES: [&str; 3] = ["pending", "active", "retrying"];
 const OPEN: &str = "('pending', 'active', 'retrying')";
 
 fn injection_row(r: &sqlx::sqlite::SqliteRow) -> InjectionRow {
@@ -106,8 +107,10 @@ impl Store {
     }
 
     /// Stores the token that undoes an injection; from here on it is active.
+    /// Like every update below, it touches only an open row: a late write of
+    /// a run its supervisor cut off cannot reopen what was settled.
     pub async fn journal_active(&self, id: &str, token: &str, intensity: f64) -> StoreResult<()> {
-        sqlx::query("UPDATE injections SET token = $1, intensity = $2, state = 'active' WHERE id = $3")
+        sqlx::query(&format!("UPDATE injections SET token = $1, intensity = $2, state = 'active' WHERE id = $3 AND state IN {OPEN}"))
             .bind(token)
             .bind(intensity)
             .bind(id)
@@ -119,7 +122,7 @@ impl Store {
     /// Closes an injection in a final state, with the reason when it failed.
     pub async fn journal_close(&self, id: &str, state: InjectionState, error: Option<&str>) -> StoreResult<()> {
         let reverted_at = (state == InjectionState::Reverted).then(now_ms);
-        sqlx::query("UPDATE injections SET state = $1, error = $2, reverted_at = $3 WHERE id = $4")
+        sqlx::query(&format!("UPDATE injections SET state = $1, error = $2, reverted_at = $3 WHERE id = $4 AND state IN {OPEN}"))
             .bind(state.as_str())
             .bind(error)
             .bind(reverted_at)
@@ -135,24 +138,47 @@ impl Store {
         Ok(())
     }
 
-    /// A revert failed: hands the row to the reconciler, which tries again
-    /// at `next_attempt_at`.
-    pub async fn journal_retry(&self, id: &str, error: &str, next_attempt_at: i64) -> StoreResult<()> {
-        sqlx::query("UPDATE injections SET state = 'retrying', error = $1, attempts = attempts + 1, next_attempt_at = $2 WHERE id = $3")
-            .bind(error)
-            .bind(next_attempt_at)
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+    /// A revert failed: hands the row, with the token that undoes it, to the
+    /// reconciler, which tries again at `next_attempt_at`.
+    pub async fn journal_retry(&self, id: &str, token: &str, error: &str, next_attempt_at: i64) -> StoreResult<()> {
+        sqlx::query(&format!(
+            "UPDATE injections SET state = 'retrying', token = $1, error = $2, attempts = attempts + 1, next_attempt_at = $3 \
+             WHERE id = $4 AND state IN {OPEN}"
+        ))
+        .bind(token)
+        .bind(error)
+        .bind(next_attempt_at)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 
-    /// Retrying rows whose next attempt is due.
-    pub async fn due_retries(&self, now: i64) -> StoreResult<Vec<InjectionRow>> {
-        let rows = sqlx::query("SELECT * FROM injections WHERE state = 'retrying' AND COALESCE(next_attempt_at, 0) <= $1 ORDER BY next_attempt_at")
-            .bind(now)
-            .fetch_all(&self.pool)
-            .await?;
+    /// Takes an open row for one revert attempt, so that the reconciler,
+    /// a supervisor and a restart never revert it at once: false if it is
+    /// closed, or someone else holds it until `held_until`.
+    pub async fn journal_claim(&self, id: &str, now: i64, held_until: i64) -> StoreResult<bool> {
+        let claimed = sqlx::query(&format!(
+            "UPDATE injections SET next_attempt_at = $1 WHERE id = $2 AND state IN {OPEN} AND COALESCE(next_attempt_at, 0) <= $3"
+        ))
+        .bind(held_until)
+        .bind(id)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(claimed.rows_affected() == 1)
+    }
+
+    /// Open rows the reconciler should look at now: retries that are due,
+    /// and rows of experiments no run holds any more (a write that failed
+    /// left them open), once their claim has lapsed.
+    pub async fn due_open_injections(&self, now: i64) -> StoreResult<Vec<InjectionRow>> {
+        let rows = sqlx::query(&format!(
+            "SELECT * FROM injections WHERE state IN {OPEN} AND COALESCE(next_attempt_at, 0) <= $1 ORDER BY injected_at"
+        ))
+        .bind(now)
+        .fetch_all(&self.pool)
+        .await?;
         Ok(rows.iter().map(injection_row).collect())
     }
 

@@ -19,7 +19,7 @@ pub use audit::{AuditQuery, AuditRow};
 pub use emergency::EmergencyStopRow;
 pub use experiments::{EventRow, ExperimentRow, SampleRow};
 pub use idempotency::Claim;
-pub use journal::{InjectionRow, InjectionState};
+pub use journal::{InjectionRow, InjectionState, OPEN_STATES};
 pub use keys::KeyRow;
 
 #[derive(Debug, thiserror::Error)]

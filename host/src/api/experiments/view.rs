@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use crate::engine::{Guardrails, Plan};
 use crate::platforms::{Excluded, Impact};
-use crate::store::{EventRow, ExperimentRow, InjectionRow, SampleRow, StoreError, now_ms};
+use crate::store::{EventRow, ExperimentRow, InjectionRow, OPEN_STATES, SampleRow, StoreError, now_ms};
 
 /// What an experiment will do: the fault, its level, its targets and how
 /// far a fault on them can reach. A preview answers with this alone.
@@ -229,7 +229,7 @@ impl Status {
             .collect();
         let open_injections = injections
             .iter()
-            .filter(|i| matches!(i.state.as_str(), "pending" | "active" | "retrying"))
+            .filter(|i| OPEN_STATES.contains(&i.state.as_str()))
             .map(|i| OpenInjection {
                 target: i.target_name.clone(),
                 state: i.state.clone(),
@@ -365,7 +365,7 @@ impl Metrics {
             .map(|s| Sample {
                 at: s.at_ms,
                 phase: s.phase,
-                at_requested: s.intensity == Some(requested),
+                at_requested: s.intensity.is_some_and(|i| (i - requested).abs() <= 1e-9 * requested.abs().max(1.0)),
                 intensity: s.intensity,
                 health: s.health,
                 metrics: serde_json::from_str(&s.metrics).unwrap_or_default(),
@@ -405,10 +405,14 @@ fn downsample(series: Vec<Sample>, bucket: usize) -> Vec<Sample> {
     for run in series.chunk_by(|a, b| a.phase == b.phase) {
         for chunk in run.chunks(bucket) {
             let n = chunk.len() as f64;
-            let mut sums: BTreeMap<String, f64> = BTreeMap::new();
+            // Each measurement averaged over the samples that have it.
+            let mut sums: BTreeMap<String, (f64, f64)> = BTreeMap::new();
             for sample in chunk {
                 for (name, value) in sample.metrics.as_object().into_iter().flatten() {
-                    *sums.entry(name.clone()).or_default() += value.as_f64().unwrap_or_default();
+                    if let Some(v) = value.as_f64() {
+                        let (sum, count) = sums.entry(name.clone()).or_default();
+                        (*sum, *count) = (*sum + v, *count + 1.0);
+                    }
                 }
             }
             let last = &chunk[chunk.len() - 1];
@@ -418,7 +422,8 @@ fn downsample(series: Vec<Sample>, bucket: usize) -> Vec<Sample> {
                 intensity: last.intensity,
                 at_requested: chunk.iter().all(|s| s.at_requested),
                 health: chunk.iter().map(|s| s.health).sum::<f64>() / n,
-                metrics: serde_json::to_value(sums.into_iter().map(|(k, v)| (k, v / n)).collect::<BTreeMap<_, _>>()).unwrap_or_default(),
+                metrics: serde_json::to_value(sums.into_iter().map(|(k, (sum, count))| (k, sum / count)).collect::<BTreeMap<_, _>>())
+                    .unwrap_or_default(),
             });
         }
     }

@@ -226,13 +226,14 @@ impl Helpers {
     /// the target is unpaused. Say so at once rather than hang on Docker;
     /// the caller retries later (the reconciler does, with backoff).
     async fn refuse_if_frozen(&self, id: &str) -> CapResult<()> {
-        let Ok(helper) = self.client.inspect_container(id, None::<bollard::query_parameters::InspectContainerOptions>).await else {
+        let options = || None::<bollard::query_parameters::InspectContainerOptions>;
+        let Ok(helper) = timed("inspecting a helper", CALL_TIMEOUT, self.client.inspect_container(id, options())).await else {
             return Ok(()); // gone, or Docker will say why below
         };
         let under_target = helper.host_config.and_then(|h| h.cgroup_parent).is_some_and(|p| !p.is_empty());
         let target = helper.config.and_then(|c| c.labels).and_then(|l| l.get(TARGET_LABEL).cloned());
         let (Some(target), true) = (target, under_target) else { return Ok(()) };
-        let inspected = self.client.inspect_container(&target, None::<bollard::query_parameters::InspectContainerOptions>).await;
+        let inspected = timed("inspecting a helper's target", CALL_TIMEOUT, self.client.inspect_container(&target, options())).await;
         if inspected.ok().and_then(|t| t.state).and_then(|s| s.paused).unwrap_or(false) {
             return Err(CapabilityError::Unavailable(format!(
                 "helper {} is frozen with its paused target; it can be removed once the target is unpaused",

@@ -3,13 +3,13 @@
 //! - `vanish*`: gone after the first ramp level (10): adjusting it fails
 //!   with target-unavailable, and so does injecting it again.
 //! - `panic*`: the plugin panics (a wasm trap) when asked to adjust it.
-//! - `sticky*`: its reverts fail until 3 s after it was injected (the
+//! - `sticky*`: its reverts fail until 6 s after it was injected (the
 //!   token carries the wall-clock time of the injection).
 
 use faultline_sdk::{Fault, FaultError, FaultInfo, Settings, Target, clock, log};
 use test_plugin_kit as kit;
 
-const STICKY_MS: u64 = 3000;
+const STICKY_MS: u64 = 6000;
 const FIRST_LEVEL: f64 = 10.0;
 
 struct Fickle;
