@@ -159,6 +159,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn retention_defaults_to_thirty_days_zero_keeps_everything_and_a_bad_value_is_refused() {
+        let config = |args: &[&str]| HostConfig::new("data".into(), &ServeArgs::try_parse_from(args).unwrap()).unwrap();
+        assert_eq!(config(&["serve"]).retention, Some(Duration::from_secs(30 * 86_400)));
+        assert_eq!(config(&["serve", "--retention-days", "0"]).retention, None);
+        assert!(ServeArgs::try_parse_from(["serve", "--retention-days", "-1"]).is_err());
+    }
+
+    #[test]
     fn helper_capabilities_are_repeatable_and_must_be_capability_names() {
         let args = ServeArgs::try_parse_from(["serve", "--helper-cap", "SYS_PTRACE", "--helper-cap", "cap_net_raw"]).unwrap();
         assert_eq!(args.helper_caps, ["SYS_PTRACE", "cap_net_raw"]);

@@ -58,6 +58,12 @@ async fn start_requests_with_bad_meaning_are_refused_before_anything_is_injected
         (json!({"guardrails": {"abort_when": [{"metric": "health", "below": 0.5, "window": 3}]}}), 422, "unknown_field"),
         (json!({"probes": [{"type": "tcp", "address": "svc:80"}], "guardrails": {"abort_when": [{"metric": "latency_ms", "above": 100, "probe": 1}]}}), 422, "invalid_guardrail"),
         (json!({"guardrails": {"max_targets": 1, "stop_if": "bad"}}), 422, "unknown_field"),
+        // The injecting phase of 3 s is 1.8 s.
+        (json!({"ramp_seconds": 5}), 422, "invalid_ramp"),
+        (json!({"ramp_seconds": -1}), 422, "invalid_ramp"),
+        (json!({"ramp": false, "ramp_seconds": 1}), 422, "invalid_ramp"),
+        (json!({"adaptive": true, "ramp_seconds": 1}), 422, "invalid_ramp"),
+        (json!({"ramp_seconds": "soon"}), 422, "invalid_field"),
     ];
     for (overrides, status, code) in cases {
         let body = start_body(overrides.clone());
