@@ -36,7 +36,7 @@ pub enum KeysCommand {
     Create {
         #[arg(long)]
         name: String,
-        /// viewer, engineer or admin.
+        /// collector, viewer, engineer or admin.
         #[arg(long, default_value = "engineer")]
         role: String,
     },
@@ -87,6 +87,10 @@ pub struct ServeArgs {
     /// connection are protected anyway.
     #[arg(long = "protect", value_name = "CONTAINER")]
     pub protect: Vec<String>,
+    /// Address the fault proxy's listeners bind when a frontend start names
+    /// none (`proxy_listen`); each gets a free port.
+    #[arg(long, env = "FAULTLINE_PROXY_BIND", default_value = "127.0.0.1")]
+    pub proxy_bind: std::net::IpAddr,
     /// Also build a small demo system (web → api → db) and run one
     /// experiment on it through the API, printing its phases and score.
     #[arg(long)]
@@ -128,6 +132,8 @@ pub struct HostConfig {
     pub protect: Vec<String>,
     /// How long samples, events and audit rows are kept; `None`: forever.
     pub retention: Option<Duration>,
+    /// Where proxy listeners bind by default (`--proxy-bind`).
+    pub proxy_bind: std::net::IpAddr,
 }
 
 impl HostConfig {
@@ -144,6 +150,7 @@ impl HostConfig {
             helper_caps: args.helper_caps.clone(),
             demo: args.demo,
             protect: args.protect.clone(),
+            proxy_bind: args.proxy_bind,
             retention: (args.retention_days > 0).then(|| Duration::from_secs(args.retention_days * 86_400)),
             limits: Limits {
                 max_duration: Duration::from_secs(args.max_duration_seconds),

@@ -24,6 +24,8 @@ use faultline_plugin_runtime::{HostCapabilities, PluginEngine, RuntimeConfig};
 use crate::api::AppState;
 use crate::auth::{Role, mint_key};
 use crate::capabilities::docker::DockerEngine;
+use crate::capabilities::proxy::FaultProxy;
+use crate::platforms::frontend::FrontendPlatform;
 use crate::config::HostConfig;
 use crate::engine::{Engine, RecoveryReport};
 use crate::platforms::Platforms;
@@ -72,6 +74,11 @@ pub async fn start_host(config: &HostConfig, mut capabilities: HostCapabilities,
     std::fs::create_dir_all(&config.data_dir)?;
     std::fs::create_dir_all(&config.plugins_dir)?;
     let store = Store::open_sqlite(&config.data_dir.join("faultline.db")).await?;
+    // The frontend needs nothing from the machine: the fault proxy is ours.
+    let proxy = Arc::new(FaultProxy::default());
+    capabilities.proxy = proxy.clone();
+    let frontend = Arc::new(FrontendPlatform::new(proxy, store.clone(), config.proxy_bind));
+    let platforms = platforms.with(frontend.clone());
     let metrics = Arc::new(Metrics::default());
     capabilities.log = Arc::new(telemetry::ExperimentLog { store: store.clone(), inner: capabilities.log });
     capabilities.helper_caps = Arc::new(HelperCaps::with(&config.helper_caps));
@@ -91,7 +98,7 @@ pub async fn start_host(config: &HostConfig, mut capabilities: HostCapabilities,
     let failures = plugins.load_directory().await;
     audit_plugin_loads(&store, &plugins, &failures).await?;
 
-    let engine = Engine::new(store.clone(), plugins.clone(), metrics.clone(), config.limits.ttl_margin);
+    let engine = Engine::new(store.clone(), plugins.clone(), platforms.clone(), metrics.clone(), config.limits.ttl_margin);
     let recovery = engine.recover().await?;
     engine.spawn_reconciler();
     engine.spawn_pruning(config.retention);
@@ -107,7 +114,16 @@ pub async fn start_host(config: &HostConfig, mut capabilities: HostCapabilities,
         None
     };
 
-    let state = AppState { store, engine, plugins, platforms, metrics, limits: config.limits.clone() };
+    let state = AppState {
+        store,
+        engine,
+        plugins,
+        platforms,
+        metrics,
+        limits: config.limits.clone(),
+        frontend: Some(frontend),
+        report_limits: Arc::default(),
+    };
     Ok(Host { state, recovery, bootstrap_key })
 }
 
@@ -137,7 +153,9 @@ pub async fn serve(config: &HostConfig) -> anyhow::Result<()> {
     tracing::info!(%address, data_dir = %config.data_dir.display(), "serving");
     println!("Faultline listening on http://{address}");
     let (engine, store) = (host.state.engine.clone(), host.state.store.clone());
-    let server = tokio::spawn(axum::serve(listener, api::router(host.state)).with_graceful_shutdown(shutdown_signal()).into_future());
+    // Peer addresses key the collector's rate limits.
+    let app = api::router(host.state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let server = tokio::spawn(axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).into_future());
     let demo_client = docker.as_ref().filter(|_| config.demo).map(|d| d.client().clone());
     if config.demo {
         match &demo_client {

@@ -12,7 +12,7 @@ async fn main() -> anyhow::Result<()> {
             faultline::serve(&HostConfig::new(cli.data_dir, &args)?).await
         }
         Command::Keys { command: KeysCommand::Create { name, role } } => {
-            let role = Role::parse(&role).ok_or_else(|| anyhow::anyhow!("role must be viewer, engineer or admin"))?;
+            let role = Role::parse(&role).ok_or_else(|| anyhow::anyhow!("role must be collector, viewer, engineer or admin"))?;
             std::fs::create_dir_all(&cli.data_dir)?;
             let store = Store::open_sqlite(&cli.data_dir.join("faultline.db")).await?;
             let key = mint_key(&store, &name, role, Some("cli")).await?;

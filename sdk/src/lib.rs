@@ -46,6 +46,7 @@ pub mod bindings {
 
 pub mod helper;
 mod settings;
+pub mod web;
 
 #[cfg(all(feature = "harness", not(target_arch = "wasm32")))]
 pub mod harness;

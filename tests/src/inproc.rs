@@ -64,7 +64,12 @@ impl InProcessHost {
         let host = faultline::start_host(&config, capabilities, Platforms::default()).await.expect("the host starts");
         let platform = Arc::new(ScriptedPlatform::new(log.clone(), options.tolerated));
         let mut state = host.state;
+        // The scripted platform stands in for the backend; the frontend
+        // needs nothing from the machine, so it is the real one.
         state.platforms = Platforms::default().with(platform.clone());
+        if let Some(frontend) = state.frontend.clone() {
+            state.platforms = state.platforms.with(frontend);
+        }
         for name in options.plugins {
             if state.plugins.plugin(name).is_none() {
                 state.plugins.install(name, &test_plugin(name), false).await.expect("installing a test plugin");

@@ -5,6 +5,7 @@
 pub mod client;
 pub mod docker;
 pub mod inproc;
+pub mod origin;
 pub mod paths;
 pub mod process;
 pub mod scripted;

@@ -115,7 +115,7 @@ impl Platform for ScriptedPlatform {
         PlatformKind::Backend
     }
 
-    async fn resolve(&self, selectors: &[String]) -> Result<Resolved, ResolveError> {
+    async fn resolve(&self, selectors: &[String], _options: &serde_json::Value) -> Result<Resolved, ResolveError> {
         if selectors.iter().any(|s| s.starts_with("missing")) {
             return Err(ResolveError::NoMatch(selectors.to_vec()));
         }
@@ -126,7 +126,7 @@ impl Platform for ScriptedPlatform {
         Ok(Resolved { targets, excluded: vec![] })
     }
 
-    async fn observe(&self, targets: &[Target]) -> Observation {
+    async fn observe(&self, _experiment: &str, targets: &[Target]) -> Observation {
         let misbehave = *self.misbehave.lock().unwrap();
         match misbehave {
             Some(Misbehaviour::Panic) => panic!("the scripted platform was told to panic"),

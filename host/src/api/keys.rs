@@ -73,7 +73,7 @@ pub async fn create_key(
         return Err(ApiError::unprocessable("invalid_name", "name must be 1-64 characters"));
     }
     let role = Role::parse(&body.role).ok_or_else(|| {
-        ApiError::unprocessable("invalid_role", format!("role `{}` is not one of viewer, engineer, admin", body.role))
+        ApiError::unprocessable("invalid_role", format!("role `{}` is not one of collector, viewer, engineer, admin", body.role))
     })?;
     let minted = mint_key(&state.store, name, role, Some(&caller.name)).await?;
     tracing::info!(key = %minted.row.id, name, role = role.as_str(), by = %caller.name, "API key created");

@@ -3,6 +3,7 @@
 //! finished in `openapi`.
 
 mod audit;
+pub mod collector;
 mod emergency;
 mod error;
 mod experiments;
@@ -31,6 +32,7 @@ pub use error::{ApiError, Problem};
 
 use crate::engine::Engine;
 use crate::platforms::Platforms;
+use crate::platforms::frontend::FrontendPlatform;
 use crate::plugins::PluginRegistry;
 use crate::store::Store;
 use crate::telemetry::Metrics;
@@ -46,6 +48,9 @@ pub struct AppState {
     pub platforms: Platforms,
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
+    /// The frontend platform's browser side (collector, service worker).
+    pub frontend: Option<Arc<FrontendPlatform>>,
+    pub report_limits: Arc<collector::ReportLimits>,
 }
 
 /// Bounds on what a request may ask for.
@@ -72,7 +77,7 @@ impl Default for Limits {
 #[openapi(
     info(title = "Faultline", description = "Chaos experiment control service"),
     components(schemas(Problem, experiments::AndroidFields, experiments::AndroidKind, experiments::AndroidRun,
-        experiments::Scenario, experiments::Expected)),
+        experiments::Scenario, experiments::Expected, crate::platforms::frontend::options::FrontendOptions)),
     modifiers(&ApiKeyScheme),
     security(("api_key" = []))
 )]
@@ -86,6 +91,23 @@ impl utoipa::Modify for ApiKeyScheme {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme("api_key", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new(crate::auth::KEY_HEADER))));
     }
+}
+
+/// The routes web pages call from their own origins: open to CORS.
+fn browser_side() -> OpenApiRouter<AppState> {
+    use axum::http::{HeaderName, Method, header};
+    let cors = tower_http::cors::CorsLayer::new()
+        .allow_origin(tower_http::cors::Any)
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers([header::CONTENT_TYPE, HeaderName::from_static(crate::auth::KEY_HEADER)])
+        .max_age(Duration::from_secs(600));
+    OpenApiRouter::new()
+        .routes(routes!(collector::collector_script))
+        .routes(routes!(collector::worker_script))
+        .routes(routes!(collector::context))
+        .routes(routes!(collector::rules))
+        .routes(routes!(collector::vitals))
+        .layer(cors)
 }
 
 /// Every route, with the OpenAPI document built from the same handlers.
@@ -105,6 +127,7 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(telemetry::prometheus))
         .routes(routes!(emergency::status, emergency::engage, emergency::lift))
         .routes(routes!(audit::list))
+        .merge(browser_side())
         .split_for_parts();
     let openapi = Arc::new(openapi::finish(openapi, &state.limits));
     router

@@ -22,6 +22,9 @@ const KEY_RANDOM_CHARS: usize = 40;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// Only reports Web Vitals and reads a page's experiment and rules
+    /// (`/collector/*`): the key a web page carries, which anyone can read.
+    Collector,
     /// Reads experiments, metrics and fault types.
     Viewer,
     /// Runs experiments and uploads APKs.
@@ -33,6 +36,7 @@ pub enum Role {
 impl Role {
     pub fn as_str(self) -> &'static str {
         match self {
+            Role::Collector => "collector",
             Role::Viewer => "viewer",
             Role::Engineer => "engineer",
             Role::Admin => "admin",
@@ -40,7 +44,7 @@ impl Role {
     }
 
     pub fn parse(s: &str) -> Option<Role> {
-        [Role::Viewer, Role::Engineer, Role::Admin].into_iter().find(|r| r.as_str() == s)
+        [Role::Collector, Role::Viewer, Role::Engineer, Role::Admin].into_iter().find(|r| r.as_str() == s)
     }
 }
 
@@ -113,18 +117,23 @@ impl FromRequestParts<AppState> for Caller {
         let Some(value) = parts.headers.get(KEY_HEADER) else {
             return Err(ApiError::unauthorized("missing_api_key", format!("send an API key in the {KEY_HEADER} header")));
         };
-        let secret = value.to_str().unwrap_or_default().trim();
+        authenticate(&state.store, value.to_str().unwrap_or_default()).await
+    }
+}
+
+/// The caller a presented key stands for.
+pub async fn authenticate(store: &Store, secret: &str) -> Result<Caller, ApiError> {
+        let secret = secret.trim();
         if !well_formed(secret) {
             return Err(ApiError::unauthorized(
                 "malformed_api_key",
                 format!("API keys are {KEY_PREFIX} followed by {KEY_RANDOM_CHARS} letters and digits"),
             ));
         }
-        let row = state.store.key_by_hash(&hash_key(secret)).await?;
+        let row = store.key_by_hash(&hash_key(secret)).await?;
         let Some(row) = row else {
             return Err(ApiError::unauthorized("unknown_api_key", "this API key is unknown or revoked".into()));
         };
         let role = Role::parse(&row.role).ok_or_else(|| StoreError::Corrupt(format!("key {} has role {}", row.id, row.role)))?;
         Ok(Caller { key_id: row.id, name: row.name, role })
-    }
 }

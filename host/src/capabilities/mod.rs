@@ -2,3 +2,4 @@
 //! The traits they implement live in the plugin runtime.
 
 pub mod docker;
+pub mod proxy;

@@ -35,7 +35,8 @@ pub use planner::{PlanError, Planned};
 pub use recovery::RecoveryReport;
 
 use crate::plugins::PluginRegistry;
-use crate::store::{EmergencyStopRow, ExperimentRow, Store, StoreError, now_ms};
+use crate::platforms::Platforms;
+use crate::store::{EmergencyStopRow, ExperimentRow, InjectionRow, InjectionState, Store, StoreError, now_ms};
 use crate::telemetry::Metrics;
 
 /// How long a shutdown waits for running experiments to roll back, and
@@ -117,9 +118,16 @@ pub enum EngineError {
     /// its driver declares a conflict with) on some of the targets.
     #[error("experiment `{experiment}` already runs {fault} on {}", targets.join(", "))]
     Overlap { experiment: String, fault: String, targets: Vec<String> },
+    /// The platform could not put in place what the experiment needs.
+    #[error("{0}")]
+    Platform(crate::platforms::ResolveError),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+/// Journal rows of platform resources name `platform:<platform>` where a
+/// fault's rows name its plugin (plugin names cannot hold a colon).
+pub const PLATFORM_ROW: &str = "platform:";
 
 struct Running {
     cancel: CancellationToken,
@@ -163,6 +171,8 @@ pub struct Engine {
 struct Inner {
     store: Store,
     plugins: Arc<PluginRegistry>,
+    /// The platforms whose resources the journal may hold.
+    platforms: Platforms,
     metrics: Arc<Metrics>,
     running: Mutex<HashMap<String, Running>>,
     /// The emergency stop in force. Checked under the `running` lock, so a
@@ -179,11 +189,12 @@ struct Inner {
 }
 
 impl Engine {
-    pub fn new(store: Store, plugins: Arc<PluginRegistry>, metrics: Arc<Metrics>, run_margin: Duration) -> Self {
+    pub fn new(store: Store, plugins: Arc<PluginRegistry>, platforms: Platforms, metrics: Arc<Metrics>, run_margin: Duration) -> Self {
         Engine {
             inner: Arc::new(Inner {
                 store,
                 plugins,
+                platforms,
                 metrics,
                 running: Mutex::default(),
                 halted: Mutex::default(),
@@ -209,7 +220,7 @@ impl Engine {
 
     /// Records a planned experiment and starts running it; returns its stored row.
     pub async fn start(&self, planned: Planned, created_by: &str) -> Result<ExperimentRow, EngineError> {
-        let Planned { plan, plugin, platform } = planned;
+        let Planned { mut plan, plugin, platform } = planned;
         let now = now_ms();
         let id = uuid::Uuid::new_v4().to_string();
         let cancel = CancellationToken::new();
@@ -244,6 +255,18 @@ impl Engine {
             };
             running.insert(id.clone(), entry);
         }
+        // What the platform puts in place (proxy listeners) exists before
+        // the baseline, and is journaled before anything else happens.
+        plan.resources = match platform.acquire(&id, &plan).await {
+            Ok(resources) => resources,
+            Err(e) => {
+                self.inner.running.lock().expect("running lock").remove(&id);
+                return Err(EngineError::Platform(e));
+            }
+        };
+        for resource in &mut plan.resources {
+            resource.journal_id = uuid::Uuid::now_v7().to_string();
+        }
         let row = ExperimentRow {
             id,
             platform: plan.platform.as_str().into(),
@@ -265,9 +288,16 @@ impl Engine {
         };
         let stored = async {
             self.inner.store.insert_experiment(&row).await?;
+            self.journal_resources(&row.id, &plan).await?;
             self.inner.store.add_event(&row.id, "phase", "baseline").await
         };
         if let Err(e) = stored.await {
+            for resource in &plan.resources {
+                if let Err(why) = platform.release(resource).await {
+                    tracing::error!(experiment = %row.id, "releasing {} {}: {why}; it ends at its time-to-live", resource.kind, resource.address);
+                }
+            }
+            platform.unwatch(&row.id, &plan.targets).await;
             self.inner.running.lock().expect("running lock").remove(&row.id);
             return Err(e.into());
         }
@@ -289,6 +319,34 @@ impl Engine {
             drop(released);
         });
         Ok(row)
+    }
+
+    /// Journals the platform's resources as open rows, so that a crash
+    /// leaves them to the next start's recovery.
+    async fn journal_resources(&self, id: &str, plan: &Plan) -> Result<(), StoreError> {
+        for resource in &plan.resources {
+            let row = InjectionRow {
+                id: resource.journal_id.clone(),
+                experiment_id: id.into(),
+                plugin: format!("{PLATFORM_ROW}{}", plan.platform.as_str()),
+                target_id: resource.target.clone(),
+                target_name: format!("{} {}", resource.kind, resource.address),
+                intensity: 0.0,
+                token: None,
+                state: InjectionState::Pending.as_str().into(),
+                error: None,
+                injected_at: now_ms(),
+                reverted_at: None,
+                plugin_digest: None,
+                expires_at: Some(resource.expires_at),
+                attempts: 0,
+                next_attempt_at: None,
+            };
+            self.inner.store.journal_pending(&row).await?;
+            let token = serde_json::to_string(resource).expect("a resource serializes");
+            self.inner.store.journal_active(&row.id, &token, 0.0).await?;
+        }
+        Ok(())
     }
 
     /// Stops an experiment: faults are rolled back before this returns.

@@ -6,7 +6,7 @@ use faultline_plugin_runtime::model::{IntensityScope, ParamValue, Platform, Sett
 use serde::{Deserialize, Serialize};
 
 use super::guardrails::Guardrails;
-use crate::platforms::{Excluded, Impact};
+use crate::platforms::{Excluded, Impact, Resource};
 use crate::platforms::probes::Probe;
 
 /// Default share of the duration for baseline, injecting and recovering.
@@ -46,6 +46,12 @@ pub struct Plan {
     /// Limits the request set on itself: sizes checked at start, abort conditions watched.
     #[serde(default)]
     pub guardrails: Guardrails,
+    /// The platform's own settings from the request (the frontend's mode and routes).
+    #[serde(default)]
+    pub options: serde_json::Value,
+    /// What the platform put in place for the experiment (proxy listeners).
+    #[serde(default)]
+    pub resources: Vec<Resource>,
 }
 
 /// The intensity model: the requested level in the fault's unit, and how

@@ -59,7 +59,7 @@ impl Engine {
         })?;
         let mut plan = draft(plugin.plugin.info(), plugin.plugin.name())?;
         let platform = platforms.get(kind).ok_or(PlanError::PlatformUnavailable(kind.as_str()))?;
-        let resolved = platform.resolve(&plan.selectors).await.map_err(PlanError::from)?;
+        let resolved = platform.resolve(&plan.selectors, &plan.options).await.map_err(PlanError::from)?;
         (plan.targets, plan.excluded) = (resolved.targets, resolved.excluded);
         plan.impact = platform.impact(&plan.targets).await;
         check_size(&plan)?;

@@ -8,7 +8,10 @@ use std::time::Duration;
 use faultline_plugin_runtime::{CallError, Scope};
 use faultline_plugin_runtime::model::FaultError;
 
+use faultline_plugin_runtime::model::Platform as PlatformKind;
+
 use super::Engine;
+use crate::platforms::Resource;
 use crate::store::{InjectionRow, InjectionState, StoreError, now_ms};
 
 /// How often the reconciler looks for due retries.
@@ -56,6 +59,13 @@ impl Engine {
     /// plugin build that made it (or, when that build is gone, the plugin
     /// of that name loaded now).
     async fn revert_from_journal(&self, row: &InjectionRow, token: &str) -> Result<(), String> {
+        if let Some(kind) = row.plugin.strip_prefix(super::PLATFORM_ROW) {
+            let resource: Resource = serde_json::from_str(token).map_err(|e| format!("the journaled resource is unreadable: {e}"))?;
+            let platform = PlatformKind::parse(kind)
+                .and_then(|k| self.inner.platforms.get(k))
+                .ok_or_else(|| format!("the {kind} platform is not served by this host; the release waits for it"))?;
+            return platform.release(&resource).await;
+        }
         let entry = self
             .plugins()
             .build(&row.plugin, row.plugin_digest.as_deref())

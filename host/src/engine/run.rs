@@ -98,7 +98,8 @@ impl Run {
     }
 
     pub(super) async fn run(mut self) {
-        self.platform.watch(&self.plan.targets).await;
+        self.platform.watch(&self.id, &self.plan.targets).await;
+        self.platform.phase(&self.id, Phase::Baseline.as_str()).await;
         let failure = match self.baseline_and_inject().await {
             Ok(()) => None,
             Err(Failure(reason)) => Some(reason),
@@ -110,10 +111,34 @@ impl Run {
         let ending = failure.is_some() || self.interrupt.lock().expect("interrupt lock").is_some();
         let watch_ms = if ending { 0 } else { self.plan.phases.recovering_ms };
         let recovered_after_ms = self.watch_recovery(watch_ms).await;
+        self.release_resources().await;
         // Read again: a stop may have come while recovery was watched.
         let interrupt = self.interrupt.lock().expect("interrupt lock").clone();
         self.finish(failure, interrupt, rollback_failures, recovered_after_ms).await;
-        self.platform.unwatch(&self.plan.targets).await;
+        self.platform.unwatch(&self.id, &self.plan.targets).await;
+    }
+
+    /// Releases what the platform put in place for the experiment (its
+    /// proxy listeners); one that fails stays open for the reconciler.
+    async fn release_resources(&mut self) {
+        for resource in self.plan.resources.clone() {
+            let what = format!("{} {} for {}", resource.kind, resource.address, resource.target);
+            match self.platform.release(&resource).await {
+                Ok(()) => {
+                    if let Err(e) = self.store.journal_close(&resource.journal_id, InjectionState::Reverted, None).await {
+                        tracing::error!(experiment = %self.id, "journal: {e}");
+                    }
+                    self.event("released", &what).await;
+                }
+                Err(e) => {
+                    let token = serde_json::to_string(&resource).unwrap_or_default();
+                    if let Err(e) = self.store.journal_retry(&resource.journal_id, &token, &e, reconcile::first_retry_at()).await {
+                        tracing::error!(experiment = %self.id, "journal: {e}");
+                    }
+                    self.event("release_failed", &format!("{what}: {e}")).await;
+                }
+            }
+        }
     }
 
     async fn baseline_and_inject(&mut self) -> Result<(), Failure> {
@@ -458,6 +483,7 @@ impl Run {
             tracing::error!(experiment = %self.id, "recording phase {}: {e}", phase.as_str());
         }
         self.event("phase", phase.as_str()).await;
+        self.platform.phase(&self.id, phase.as_str()).await;
         tracing::info!(experiment = %self.id, phase = phase.as_str(), "phase");
     }
 
@@ -471,7 +497,7 @@ impl Run {
     /// success rate when the experiment has probes.
     async fn sample(&mut self, phase: Phase) -> Observation {
         let taken_at = Instant::now();
-        let (mut observation, probed) = tokio::join!(self.platform.observe(&self.plan.targets), self.prober.read());
+        let (mut observation, probed) = tokio::join!(self.platform.observe(&self.id, &self.plan.targets), self.prober.read());
         let checks = probed.as_ref().map(|p| p.checks.clone()).unwrap_or_default();
         if let Some(reading) = probed {
             observation.health *= reading.success;

@@ -91,7 +91,7 @@ impl Engine {
         if let Some(Err(e)) = settled.iter().find(|r| r.is_err()) {
             tracing::error!(experiment = %s.id, "journal: {e}");
         }
-        s.platform.unwatch(&s.targets).await;
+        s.platform.unwatch(&s.id, &s.targets).await;
         let left: Vec<String> = store.open_injections_of(&s.id).await.unwrap_or_default().into_iter().map(|r| r.target_name).collect();
         let mut error = reason.to_string();
         if let Some(note) = super::reconcile::left_open(&left) {

@@ -3,6 +3,7 @@
 //! (backend, frontend, android) lives in a folder of its own.
 
 pub mod backend;
+pub mod frontend;
 pub mod probes;
 
 use std::collections::{BTreeMap, HashMap};
@@ -46,30 +47,71 @@ pub enum ResolveError {
     Invalid(String),
     #[error("the platform is unavailable: {0}")]
     Unavailable(String),
+    /// What the experiment needs is taken (an address already in use).
+    #[error("{0}")]
+    Conflict(String),
 }
 
 /// How far a fault on the targets can reach (the spec's dependency information).
 pub use backend::dependencies::Impact;
 
+/// Something a platform puts in place for an experiment besides its
+/// faults (a proxy listener): journaled like an injection, released on
+/// every exit path and at the next start after a crash, and ending by
+/// itself at `expires_at` whatever the host does.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Resource {
+    /// What it is, such as `proxy_listener`.
+    pub kind: String,
+    /// The target it serves (a site).
+    pub target: String,
+    /// Where users reach it, such as the listener's URL.
+    pub address: String,
+    /// The platform's handle, for the release.
+    #[serde(default)]
+    pub handle: String,
+    /// Epoch milliseconds at which it ends by itself.
+    pub expires_at: i64,
+    /// Its journal row.
+    #[serde(default)]
+    pub journal_id: String,
+}
+
 #[async_trait]
 pub trait Platform: Send + Sync {
     fn kind(&self) -> PlatformKind;
 
-    /// Turns the request's selectors into every target they match.
     /// The targets the selectors match, leaving out what must never be a
-    /// target (and saying so).
-    async fn resolve(&self, selectors: &[String]) -> Result<Resolved, ResolveError>;
+    /// target (and saying so). `options` are the request's platform
+    /// settings (the frontend's mode and routes).
+    async fn resolve(&self, selectors: &[String], options: &serde_json::Value) -> Result<Resolved, ResolveError>;
 
-    /// Observes the targets once. A target that is gone counts as unhealthy;
-    /// observing never fails the experiment.
-    async fn observe(&self, targets: &[Target]) -> Observation;
+    /// Observes an experiment's targets once. A target that is gone counts
+    /// as unhealthy; observing never fails the experiment.
+    async fn observe(&self, experiment: &str, targets: &[Target]) -> Observation;
+
+    /// Puts in place what the experiment needs on the platform before its
+    /// baseline; the engine journals each resource and calls `release`.
+    /// A failure refuses the start, with nothing left behind.
+    async fn acquire(&self, _experiment: &str, _plan: &crate::engine::Plan) -> Result<Vec<Resource>, ResolveError> {
+        Ok(vec![])
+    }
+
+    /// Releases a resource `acquire` returned, possibly after a restart
+    /// (from the journal). Releasing one that is gone succeeds.
+    async fn release(&self, _resource: &Resource) -> Result<(), String> {
+        Ok(())
+    }
 
     /// An experiment on these targets begins: start whatever observing
     /// them needs (stats streams). Paired with `unwatch`.
-    async fn watch(&self, _targets: &[Target]) {}
+    async fn watch(&self, _experiment: &str, _targets: &[Target]) {}
+
+    /// The experiment entered a phase.
+    async fn phase(&self, _experiment: &str, _phase: &str) {}
 
     /// The experiment has ended.
-    async fn unwatch(&self, _targets: &[Target]) {}
+    async fn unwatch(&self, _experiment: &str, _targets: &[Target]) {}
 
     /// Dependencies, blast radius and cascade depth of the targets, where the
     /// platform can know them.

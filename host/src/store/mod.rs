@@ -7,6 +7,7 @@ mod experiments;
 mod idempotency;
 mod journal;
 mod keys;
+mod vitals;
 
 use std::path::Path;
 use std::str::FromStr;
@@ -21,6 +22,7 @@ pub use experiments::{EventRow, ExperimentRow, SampleRow};
 pub use idempotency::Claim;
 pub use journal::{InjectionRow, InjectionState, OPEN_STATES};
 pub use keys::KeyRow;
+pub use vitals::VitalRow;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

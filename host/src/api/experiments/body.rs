@@ -1,6 +1,7 @@
 //! The body of a start or a preview, read for the platform in its path.
 //! Every platform takes the common fields (`StartRequest`); an Android
-//! start also takes the spec's own fields (`AndroidFields`), which are
+//! start also takes the spec's own fields (`AndroidFields`), a frontend
+//! start its mode, routes and proxy addresses (`FrontendOptions`); each is
 //! refused as unknown on the other platforms.
 
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
@@ -10,6 +11,7 @@ use utoipa::ToSchema;
 
 use super::StartRequest;
 use crate::api::ApiError;
+use crate::platforms::frontend::options::FrontendOptions;
 use crate::api::extract::{HashedJsonBody, json_error};
 
 /// A start request and the hash of its canonical JSON (for `Idempotency-Key`).
@@ -27,10 +29,26 @@ impl<S: Send + Sync> FromRequest<S> for StartBody {
         let HashedJsonBody(value, hash) = HashedJsonBody::<Value>::from_request(Request::from_parts(parts, body), state).await?;
         let request = match platform.as_deref() {
             Some("android") => android(value)?,
+            Some("frontend") => frontend(value)?,
             _ => serde_json::from_value(value).map_err(json_error)?,
         };
         Ok(StartBody(request, hash))
     }
+}
+
+/// The fields only a frontend start takes (`FrontendOptions`).
+pub const FRONTEND_FIELDS: [&str; 3] = ["mode", "routes", "proxy_listen"];
+
+fn frontend(value: Value) -> Result<StartRequest, ApiError> {
+    let Value::Object(mut common) = value else {
+        return serde_json::from_value(value).map_err(json_error);
+    };
+    let own: Map<String, Value> = FRONTEND_FIELDS.iter().filter_map(|k| common.remove_entry(*k)).collect();
+    let options: FrontendOptions = serde_json::from_value(Value::Object(own)).map_err(json_error)?;
+    options.check().map_err(|why| ApiError::unprocessable("invalid_field", why))?;
+    let mut request: StartRequest = serde_json::from_value(Value::Object(common)).map_err(json_error)?;
+    request.options = serde_json::to_value(&options).expect("options serialize");
+    Ok(request)
 }
 
 /// The fields only an Android start takes.

@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::body::ANDROID_FIELDS;
+use super::body::{ANDROID_FIELDS, FRONTEND_FIELDS};
 use crate::api::Limits;
 use crate::api::openapi::NOT_BLANK;
 use crate::engine::guardrails::MAX_CONDITIONS;
@@ -30,10 +30,12 @@ const PLATFORMS: [Platform; 3] = [
     Platform {
         name: "frontend",
         title: "Frontend",
-        targets: "Route patterns of the web application.",
-        note: "The frontend platform is not served by this host yet: a request that passes every check answers \
-               503 `platform_unavailable`.",
-        example: r#"{"fault_type": "network_delay", "targets": ["/api/*"], "duration_seconds": 60, "intensity": 300}"#,
+        targets: "Origins (`http://127.0.0.1:8080`: the whole site) or URLs whose path is a route pattern \
+                  (`http://127.0.0.1:8080/api/*`, `*` matching any run of characters). Every site must answer.",
+        note: "The start answers, in `resources`, the proxy listener opened for each site: load the app through \
+               its `address` (proxy mode), or have the page register the service worker (service_worker mode).",
+        example: r#"{"fault_type": "http_latency", "targets": ["http://127.0.0.1:8080"], "duration_seconds": 60,
+            "intensity": 300, "mode": "proxy", "routes": [{"path": "/api/*", "methods": ["GET"]}]}"#,
     },
     Platform {
         name: "android",
@@ -87,12 +89,13 @@ pub fn per_platform(doc: &mut Value, limits: &Limits) {
     let Some(schemas) = doc["components"]["schemas"].as_object_mut() else { return };
     let generic: Vec<Value> = SCHEMAS.iter().map(|name| schemas.remove(*name).unwrap_or_default()).collect();
     let android_fields = schemas.remove("AndroidFields").unwrap_or_default();
+    let frontend_fields = schemas.remove("FrontendOptions").unwrap_or_default();
     for platform in &PLATFORMS {
         for (name, schema) in SCHEMAS.iter().zip(&generic) {
             let mut schema = schema.clone();
             rename_refs(&mut schema, platform);
             match *name {
-                "StartRequest" => start_request(&mut schema, platform, &android_fields),
+                "StartRequest" => start_request(&mut schema, platform, &android_fields, &frontend_fields),
                 "PlanSummary" if platform.name != "backend" => {
                     for field in DEPENDENCY_FIELDS {
                         remove_property(&mut schema, field);
@@ -175,10 +178,22 @@ fn concrete_operation(op: &mut Map<String, Value>, route: &str, platform: &Platf
     }
 }
 
-/// The request schema of a platform: the common fields, and Android's own.
-fn start_request(schema: &mut Value, platform: &Platform, android_fields: &Value) {
+/// The request schema of a platform: the common fields, and the
+/// platform's own (Android's, the frontend's).
+fn start_request(schema: &mut Value, platform: &Platform, android_fields: &Value, frontend_fields: &Value) {
     schema["description"] = json!(format!("A start (or preview) of a {} experiment.", platform.title));
     schema["properties"]["targets"]["description"] = json!(platform.targets);
+    if platform.name == "frontend"
+        && let (Some(own), Some(properties)) = (frontend_fields["properties"].as_object(), schema["properties"].as_object_mut())
+    {
+        for field in FRONTEND_FIELDS {
+            if let Some(property) = own.get(field) {
+                properties.insert(field.into(), property.clone());
+            }
+        }
+        properties["routes"]["maxItems"] = json!(crate::platforms::frontend::options::MAX_ROUTES);
+        return;
+    }
     if platform.name != "android" {
         return;
     }

@@ -39,6 +39,7 @@ impl From<EngineError> for ApiError {
             EngineError::Overlap { ref experiment, ref fault, ref targets } => {
                 ApiError::new(StatusCode::CONFLICT, "target_busy", e.to_string()).with(json!({ "experiment": experiment, "fault": fault, "targets": targets }))
             }
+            EngineError::Platform(e) => PlanError::Resolve(e).into(),
             EngineError::Store(e) => e.into(),
         }
     }
@@ -90,6 +91,7 @@ impl From<PlanError> for ApiError {
             }
             PlanError::Resolve(ResolveError::Invalid(_)) => ApiError::unprocessable("invalid_target", detail),
             PlanError::Resolve(ResolveError::Unavailable(_)) => ApiError::unavailable("platform_unavailable", detail),
+            PlanError::Resolve(ResolveError::Conflict(_)) => ApiError::new(StatusCode::CONFLICT, "resource_unavailable", detail),
             PlanError::TooManyTargets { targets, max } => {
                 ApiError::unprocessable("too_many_targets", detail).with(json!({ "targets": targets, "max_targets": max }))
             }
@@ -244,7 +246,12 @@ pub async fn metrics(
     caller.require(Role::Viewer)?;
     let row = experiment(&state, &platform_name, &id).await?;
     let samples = state.store.samples(&id).await?;
-    Ok(Json(Metrics::new(row, samples)?))
+    let frontend = row.platform == "frontend";
+    let mut metrics = Metrics::new(row, samples)?;
+    if frontend {
+        metrics.web = Some(crate::platforms::frontend::metrics::web_metrics(&state.store, &id).await?);
+    }
+    Ok(Json(metrics))
 }
 
 /// Stops an experiment (engineer): every fault is rolled back before the

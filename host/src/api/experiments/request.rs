@@ -57,6 +57,11 @@ pub struct StartRequest {
     /// or health end it `aborted`, rolled back, when one trips.
     #[serde(default)]
     pub guardrails: Guardrails,
+    /// The platform's own fields, read from the body by `body` (the
+    /// frontend's mode and routes); not a field of its own.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub options: Value,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -121,6 +126,8 @@ impl StartRequest {
             impact: None,
             probes: self.probes.clone(),
             guardrails: self.guardrails.clone(),
+            options: self.options.clone(),
+            resources: vec![],
         })
     }
 

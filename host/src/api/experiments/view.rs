@@ -7,7 +7,8 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::engine::{Guardrails, Plan};
-use crate::platforms::{Excluded, Impact};
+use crate::platforms::frontend::metrics::WebMetrics;
+use crate::platforms::{Excluded, Impact, Resource};
 use crate::store::{EventRow, ExperimentRow, InjectionRow, OPEN_STATES, SampleRow, StoreError, now_ms};
 
 /// What an experiment will do: the fault, its level, its targets and how
@@ -45,6 +46,37 @@ pub struct PlanSummary {
     /// The limits the request set, when it set any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guardrails: Option<Guardrails>,
+    /// What the platform put in place for the experiment (frontend: a
+    /// proxy listener per site, whose `address` the app is loaded through).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceView>,
+}
+
+/// A platform resource of an experiment.
+#[derive(Serialize, ToSchema)]
+pub struct ResourceView {
+    /// `proxy_listener`.
+    pub kind: String,
+    /// The site it serves.
+    pub target: String,
+    /// Where it is reached, such as `http://127.0.0.1:41234`.
+    pub address: String,
+    /// When it ends by itself (ms since the epoch).
+    pub expires_at: i64,
+    /// open, released, retrying or expired (status only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+}
+
+impl ResourceView {
+    fn of(r: &Resource, journal: &[InjectionRow]) -> Self {
+        let state = journal.iter().find(|i| i.id == r.journal_id).map(|i| match i.state.as_str() {
+            "active" | "pending" => "open".to_string(),
+            "reverted" => "released".to_string(),
+            other => other.to_string(),
+        });
+        ResourceView { kind: r.kind.clone(), target: r.target.clone(), address: r.address.clone(), expires_at: r.expires_at, state }
+    }
 }
 
 impl PlanSummary {
@@ -66,6 +98,7 @@ impl PlanSummary {
             blast_radius: impact.map(|i| i.blast_radius),
             cascade_depth: impact.map(|i| i.cascade_depth),
             guardrails: (plan.guardrails != Guardrails::default()).then(|| plan.guardrails.clone()),
+            resources: plan.resources.iter().map(|r| ResourceView::of(r, &[])).collect(),
         }
     }
 }
@@ -157,6 +190,9 @@ pub struct Status {
     /// and after it only when a revert failed (the reconciler retries
     /// those until they are reverted or their time-to-live ends them).
     pub open_injections: Vec<OpenInjection>,
+    /// What the platform put in place (frontend: proxy listeners), and
+    /// whether each is still open.
+    pub resources: Vec<ResourceView>,
     /// The resilience score, once ended (not for failed experiments).
     pub score: Option<f64>,
     /// Components of the score and other results.
@@ -212,6 +248,9 @@ pub fn plan_of(row: &ExperimentRow) -> Result<Plan, StoreError> {
 impl Status {
     pub fn new(row: ExperimentRow, injections: Vec<InjectionRow>, events: Vec<EventRow>) -> Result<Self, StoreError> {
         let plan = plan_of(&row)?;
+        let resources = plan.resources.iter().map(|r| ResourceView::of(r, &injections)).collect();
+        // Resources have journal rows too; the rest are the fault's.
+        let injections: Vec<InjectionRow> = injections.into_iter().filter(|i| !i.plugin.starts_with(crate::engine::PLATFORM_ROW)).collect();
         // The latest journal row of each target says what is in effect there.
         let targets = plan
             .targets
@@ -242,6 +281,7 @@ impl Status {
             .collect();
         Ok(Status {
             open_injections,
+            resources,
             platform: row.platform.clone(),
             state: row.state.clone(),
             phase: row.phase.clone(),
@@ -352,6 +392,10 @@ pub struct Metrics {
     pub score: Option<f64>,
     #[schema(value_type = Option<Object>)]
     pub result: Option<Value>,
+    /// Frontend: per phase, the traffic through the proxy and the p75 of
+    /// each Web Vital with its rating.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub web: Option<WebMetrics>,
 }
 
 /// Most points a metrics answer's series holds.
@@ -391,6 +435,7 @@ impl Metrics {
             series: downsample(series, series_bucket),
             score: row.score,
             result: row.result.as_deref().and_then(|r| serde_json::from_str(r).ok()),
+            web: None,
         })
     }
 }

@@ -109,7 +109,7 @@ impl Platform for BackendPlatform {
 
     /// Every running container any entry matches, in name order, but the
     /// never-targets (see `protection`), which are listed with the reason.
-    async fn resolve(&self, entries: &[String]) -> Result<Resolved, ResolveError> {
+    async fn resolve(&self, entries: &[String], _options: &serde_json::Value) -> Result<Resolved, ResolveError> {
         let mut found = BTreeMap::new();
         for entry in entries {
             let matches = self.docker.find(selectors(entry)?).await.map_err(|e| match e {
@@ -139,7 +139,7 @@ impl Platform for BackendPlatform {
     /// A target counts as healthy while it runs and its health check, if it
     /// has one, does not say unhealthy; health is the share of such targets.
     /// CPU (percent of one CPU) and memory are summed over the targets.
-    async fn observe(&self, targets: &[Target]) -> Observation {
+    async fn observe(&self, _experiment: &str, targets: &[Target]) -> Observation {
         let (mut healthy, mut running, mut restarts) = (0.0, 0.0, 0.0);
         let mut usage: Option<(f64, f64)> = None;
         for target in targets {
@@ -169,11 +169,11 @@ impl Platform for BackendPlatform {
         Observation { health: healthy / total, metrics }
     }
 
-    async fn watch(&self, targets: &[Target]) {
+    async fn watch(&self, _experiment: &str, targets: &[Target]) {
         self.stats.watch(&targets.iter().map(|t| t.id.clone()).collect::<Vec<_>>());
     }
 
-    async fn unwatch(&self, targets: &[Target]) {
+    async fn unwatch(&self, _experiment: &str, targets: &[Target]) {
         self.stats.unwatch(&targets.iter().map(|t| t.id.clone()).collect::<Vec<_>>());
     }
 

@@ -1,0 +1,2 @@
+const q = new URL(self.location).searchParams;
+importScripts(q.get('endpoint') + '/faultline-sw.js?key=' + encodeURIComponent(q.get('key') || ''));
