@@ -130,10 +130,10 @@ impl Process {
         std::thread::spawn(move || {
             let mut url_tx = Some(url_tx);
             for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("DevTools listening on ") {
-                    if let Some(tx) = url_tx.take() {
-                        let _ = tx.send(url.trim().to_string());
-                    }
+                if let Some(url) = line.strip_prefix("DevTools listening on ")
+                    && let Some(tx) = url_tx.take()
+                {
+                    let _ = tx.send(url.trim().to_string());
                 }
                 if echo {
                     eprintln!("[chromium] {line}");
