@@ -2,8 +2,9 @@
 # Both install what they need first: the wasm32-wasip2 target for plugins
 # and the musl target for static binaries that run in containers. The
 # tests also need the host's own `nft`, `tc` and `nsenter`, to check from
-# outside what a network fault left in a container (Debian packages), and
-# schemathesis (from PyPI, pinned) to check the API against its document.
+# outside what a network fault left in a container (Debian packages),
+# schemathesis (from PyPI, pinned) to check the API against its document,
+# and Debian's chromium for the tests in a real headless browser.
 
 CARGO ?= cargo
 ARGS ?=
@@ -29,6 +30,8 @@ test-tools:
 		{ apt-get update -qq && apt-get install -y -qq nftables iproute2 util-linux >/dev/null; }
 	@$(PYTHON) -m schemathesis.cli --version 2>/dev/null | grep -qF '$(SCHEMATHESIS_VERSION)' || \
 		$(PYTHON) -m pip install --quiet 'schemathesis==$(SCHEMATHESIS_VERSION)'
+	@command -v chromium >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
 test: setup test-tools
 	$(CARGO) test --workspace --exclude 'test-plugin-*' --no-fail-fast
