@@ -180,8 +180,9 @@ async fn start_experiment(
         return Err(super::emergency::engaged_error(&halt));
     }
     let planned = prepare(state, platform_name, request).await?;
-    let plan = planned.plan.clone();
     let row = state.engine.start(planned, &caller.name).await?;
+    // As stored: with what the platform put in place at the start.
+    let plan = view::plan_of(&row)?;
     Ok((row, plan))
 }
 
