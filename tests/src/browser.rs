@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow, bail};
 use chromiumoxide::cdp::browser_protocol::input::{DispatchMouseEventParams, DispatchMouseEventType, MouseButton};
 use chromiumoxide::cdp::browser_protocol::log::EventEntryAdded;
+use chromiumoxide::cdp::browser_protocol::target::SetAutoAttachParams;
 use chromiumoxide::cdp::js_protocol::runtime::{EvaluateParams, EventConsoleApiCalled, EventExceptionThrown, RemoteObject};
 use chromiumoxide::handler::HandlerConfig;
 use futures_util::StreamExt;
@@ -238,6 +239,11 @@ impl Browser {
     /// example) are printed on standard error.
     pub async fn open(&self, url: &str) -> anyhow::Result<Page> {
         let cdp = self.cdp.new_page("about:blank").await.context("opening a tab")?;
+        // chromiumoxide asks for new workers to wait for a debugger; a
+        // service worker it does not resume would never install. The tests
+        // need no child targets, so none are attached.
+        let no_pause = SetAutoAttachParams::builder().auto_attach(false).wait_for_debugger_on_start(false).flatten(true).build();
+        cdp.execute(no_pause.map_err(|e| anyhow!(e))?).await.context("leaving workers to run")?;
         let page = Page { printers: print_page_output(&cdp).await?, cdp };
         page.goto(url).await?;
         Ok(page)

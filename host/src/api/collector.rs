@@ -22,6 +22,30 @@ use crate::auth::{Caller, KEY_HEADER, Role, authenticate};
 use crate::platforms::frontend::collector::{Context, Feed, Refused, Report};
 use crate::platforms::frontend::{COLLECTOR_SCRIPT, FrontendPlatform, WORKER_SCRIPT};
 
+/// Whether a path is one web pages call from other origins.
+fn browser_side(path: &str) -> bool {
+    path == "/collector.js" || path == "/faultline-sw.js" || path.starts_with("/collector/")
+}
+
+/// CORS for the browser side only: any origin may call it (the key, not
+/// the origin, is what authorizes), without credentials. A preflight is
+/// answered here, before routing (the routes take GET and POST only).
+pub async fn cors(request: Request, next: axum::middleware::Next) -> Response {
+    if !browser_side(request.uri().path()) {
+        return next.run(request).await;
+    }
+    let preflight = request.method() == axum::http::Method::OPTIONS;
+    let mut response = if preflight { StatusCode::NO_CONTENT.into_response() } else { next.run(request).await };
+    let headers = response.headers_mut();
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    if preflight {
+        headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST"));
+        headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("content-type, x-api-key"));
+        headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+    }
+    response
+}
+
 /// Largest report: twenty metrics fit in a tenth of it.
 pub const MAX_REPORT_BYTES: usize = 16 << 10;
 

@@ -93,21 +93,14 @@ impl utoipa::Modify for ApiKeyScheme {
     }
 }
 
-/// The routes web pages call from their own origins: open to CORS.
+/// The routes web pages call from their own origins (see `collector::cors`).
 fn browser_side() -> OpenApiRouter<AppState> {
-    use axum::http::{HeaderName, Method, header};
-    let cors = tower_http::cors::CorsLayer::new()
-        .allow_origin(tower_http::cors::Any)
-        .allow_methods([Method::GET, Method::POST])
-        .allow_headers([header::CONTENT_TYPE, HeaderName::from_static(crate::auth::KEY_HEADER)])
-        .max_age(Duration::from_secs(600));
     OpenApiRouter::new()
         .routes(routes!(collector::collector_script))
         .routes(routes!(collector::worker_script))
         .routes(routes!(collector::context))
         .routes(routes!(collector::rules))
         .routes(routes!(collector::vitals))
-        .layer(cors)
 }
 
 /// Every route, with the OpenAPI document built from the same handlers.
@@ -139,6 +132,7 @@ pub fn router(state: AppState) -> Router {
             ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not accept that method")
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(collector::cors))
         .layer(TraceLayer::new_for_http())
         .layer(CatchPanicLayer::custom(|_| ApiError::internal("the request failed inside the host").into_response()))
         .with_state(state)
