@@ -152,8 +152,13 @@ async fn service_worker_experiment(worker: &str) {
     controlled(&page, &url).await;
     let fast = visit(&page, &url).await;
     host.api.wait_status("frontend", &id, 30, |s| s["phase"] == "injecting" && s["targets"][0]["injection"] == "active").await;
-    // The same worker, no new registration: it follows the rules live.
-    let slow = visit(&page, &url).await;
+    // The same worker, no new registration: it follows the rules live
+    // (reading them again at most a second after they change).
+    let deadline = std::time::Instant::now() + Duration::from_secs(8);
+    let mut slow = visit(&page, &url).await;
+    while slow < 1200.0 && std::time::Instant::now() < deadline {
+        slow = visit(&page, &url).await;
+    }
     assert!(fast < 1000.0 && slow >= 1200.0, "/api/items took {fast} ms before, {slow} ms under the worker's delay");
     wait_vitals(&host, &id, "injecting", 1).await;
     let ended = host.api.wait_status("frontend", &id, 60, |s| s["state"] != "running").await;
@@ -180,4 +185,55 @@ async fn a_one_line_worker_served_by_the_app_applies_the_rules_live() {
 #[tokio::test]
 async fn the_worker_served_by_the_proxy_on_the_apps_origin_applies_the_rules() {
     service_worker_experiment("proxy").await;
+}
+
+/// The host dies while a page's worker holds a rule: the worker goes on
+/// applying what it last knew, and drops it at the rule's own expiry.
+#[tokio::test]
+async fn a_rule_held_by_a_worker_ends_at_its_time_to_live_when_the_host_is_gone() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let app = WebApp::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &["--ttl-margin-seconds", "2"]);
+    let created = host.api.post_json("/api-keys", &json!({"name": "pages", "role": "collector"})).await;
+    let key = created.body["key"].as_str().unwrap().to_string();
+    let started = host
+        .api
+        .post_json(
+            "/experiments/frontend/start",
+            &json!({"fault_type": "http_latency", "targets": [format!("{}/api/*", app.origin())], "intensity": 1500,
+                    "ramp": false, "mode": "service_worker", "phases": phases(1.0, 10.0, 1.0)}),
+        )
+        .await;
+    assert_eq!(started.status, 201, "{started:?}");
+    let id = started.body["id"].as_str().unwrap().to_string();
+    let url = page_url(&app.origin(), &host, &key, Some("app"));
+    let browser = Browser::launch().await.expect("Chromium starts");
+    let page = browser.open("about:blank").await.unwrap();
+    controlled(&page, &url).await;
+    host.api.wait_status("frontend", &id, 30, |s| s["targets"][0]["injection"] == "active").await;
+    let feed = host.api.with_key(Some(&key)).get(&format!("/collector/rules?site={}", app.origin())).await.body;
+    let expires_at = feed["rules"][0]["expires_at"].as_i64().unwrap_or_else(|| panic!("no rule in {feed}"));
+
+    // The worker reads its rules again at most a second after they change.
+    let deadline = std::time::Instant::now() + Duration::from_secs(8);
+    while api_ms(&page, &url).await < 1500.0 {
+        assert!(std::time::Instant::now() < deadline, "the worker never delayed while the host ran");
+    }
+    host.kill9();
+    let held = api_ms(&page, &url).await;
+    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    assert!(now() < expires_at, "the test is too slow to see the rule held");
+    assert!(held >= 1500.0, "with the host gone the worker keeps its last rule until it expires: {held} ms");
+    tokio::time::sleep(Duration::from_millis((expires_at - now()).max(0) as u64 + 500)).await;
+    let after = api_ms(&page, &url).await;
+    assert!(after < 1000.0, "past its expiry the rule is dropped, host or no host: {after} ms");
+}
+
+/// A load that needs no host (the collector may be gone): how long
+/// /api/items took under the page's worker.
+async fn api_ms(page: &faultline_tests::Page, url: &str) -> f64 {
+    page.goto(url).await.unwrap();
+    page.wait_for("window.appReady || window.appError", LOAD).await.unwrap();
+    page.eval::<f64>("window.apiMs").await.unwrap()
 }
