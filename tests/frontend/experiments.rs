@@ -239,3 +239,27 @@ async fn an_operator_chosen_address_is_where_the_proxy_listens() {
     let id = started.body["id"].as_str().unwrap();
     host.api.wait_status("frontend", id, 30, |s| s["state"] != "running").await;
 }
+
+#[tokio::test]
+async fn adaptive_latency_backs_off_on_what_the_proxy_sees() {
+    let app = WebApp::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &[]);
+    let started = host
+        .api
+        .post_json(
+            "/experiments/frontend/start",
+            &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 3000, "adaptive": true,
+                    "tolerance": 0.2, "phases": phases(2.0, 8.0, 2.0)}),
+        )
+        .await;
+    assert_eq!(started.status, 201, "{started:?}");
+    let id = started.body["id"].as_str().unwrap();
+    let ended = host.api.wait_status("frontend", id, 60, |s| s["state"] != "running").await;
+    assert_eq!(ended["state"], "completed", "{ended}");
+    let tolerated = ended["intensity"]["max_tolerated"].as_f64().unwrap_or_else(|| panic!("no max_tolerated in {ended}"));
+    assert!(tolerated < 3000.0, "the health the proxy sees stopped the climb below the ceiling: {tolerated}");
+    let metrics = host.api.get(&format!("/experiments/frontend/metrics?id={id}")).await.body;
+    let levels: Vec<f64> = metrics["series"].as_array().unwrap().iter().filter_map(|s| s["intensity"].as_f64()).collect();
+    assert!(levels.windows(2).any(|w| w[1] < w[0]), "the level went down at least once: {levels:?}");
+}

@@ -10,7 +10,7 @@
 //!
 //! Health, per reading: the share of requests through the listener that
 //! did not fail (5xx or a cut connection), times a latency factor against
-//! the baseline's median, `(baseline + 100 ms) / (median + 100 ms)` capped
+//! the baseline's median, `(baseline + 500 ms) / (median + 500 ms)` capped
 //! at 1, times the mean rating of the vitals reported since the last
 //! reading (good 1, needs improvement 0.5, poor 0). Every reading sends
 //! one probe request through the listener, so a site without browser
@@ -47,7 +47,7 @@ pub const LISTENER: &str = "proxy_listener";
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Added to both medians of the latency factor, so a few milliseconds on a
 /// fast app do not read as a collapse.
-const LATENCY_CUSHION_MS: f64 = 100.0;
+const LATENCY_CUSHION_MS: f64 = 500.0;
 
 /// One running experiment as the platform sees it.
 pub struct Session {
