@@ -138,11 +138,16 @@ async fn every_example_request_file_passes_every_check_of_a_start() {
     let dir = tempfile::tempdir().unwrap();
     let host = InProcessHost::start(dir.path(), Options::default()).await;
     let examples = faultline_tests::paths::workspace_root().join("examples/requests");
+    // The frontend's examples name an app on 127.0.0.1:8080: the test app stands in.
+    let app = faultline_tests::WebApp::start().await;
     let mut checked = 0;
     for entry in std::fs::read_dir(&examples).unwrap() {
         let path = entry.unwrap().path();
-        let body: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let reply = host.api.post_json("/experiments/backend/preview", &body).await;
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let platform = name.split('-').next().unwrap().to_string();
+        let text = std::fs::read_to_string(&path).unwrap().replace("http://127.0.0.1:8080", &app.origin());
+        let body: Value = serde_json::from_str(&text).unwrap();
+        let reply = host.api.post_json(&format!("/experiments/{platform}/preview"), &body).await;
         assert_eq!(reply.status, 200, "{}: {}", path.display(), reply.text);
         checked += 1;
     }
