@@ -23,20 +23,12 @@ async fn setup() -> Setup {
     let app = WebApp::start().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
-    let created = host.api.post_json("/api-keys", &json!({"name": "pages", "role": "collector"})).await;
-    let key = created.body["key"].as_str().unwrap().to_string();
-    let started = host
-        .api
-        .post_json(
-            "/experiments/frontend/start",
-            &json!({"fault_type": "http_error", "targets": [format!("{}/api/*", app.origin())], "intensity": 100,
+    let key = host.api.create_key("pages", "collector").await;
+    let started = host.api.start("frontend", &json!({"fault_type": "http_error", "targets": [format!("{}/api/*", app.origin())], "intensity": 100,
                     "ramp": false, "mode": "service_worker",
-                    "phases": {"baseline_seconds": 0.5, "injecting_seconds": 120, "recovering_seconds": 1}}),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
-    let proxy = started.body["resources"][0]["address"].as_str().unwrap().to_string();
+                    "phases": {"baseline_seconds": 0.5, "injecting_seconds": 120, "recovering_seconds": 1}})).await;
+    let id = started["id"].as_str().unwrap().to_string();
+    let proxy = started["resources"][0]["address"].as_str().unwrap().to_string();
     host.api.wait_status("frontend", &id, 30, |s| s["targets"][0]["injection"] == "active").await;
     let page = host.api.with_key(Some(&key));
     Setup { host, app, page, key, id, proxy, _dir: dir }

@@ -22,9 +22,7 @@ async fn setup() -> (HostProcess, WebApp, String, tempfile::TempDir) {
     let app = WebApp::start().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
-    let created = host.api.post_json("/api-keys", &json!({"name": "shop web pages", "role": "collector"})).await;
-    assert_eq!(created.status, 201, "{created:?}");
-    let key = created.body["key"].as_str().unwrap().to_string();
+    let key = host.api.create_key("shop web pages", "collector").await;
     let as_page = host.api.with_key(Some(&key));
     assert_eq!(as_page.get("/fault-types").await.status, 403, "a collector key reads nothing");
     let start = json!({"fault_type": "http_latency", "targets": [app.origin()], "duration_seconds": 5});
@@ -75,17 +73,10 @@ fn p75(metrics: &Value, phase: &str, vital: &str) -> f64 {
 async fn through_the_proxy_latency_worsens_lcp_the_vitals_arrive_and_the_app_is_clean_after() {
     let _one = ONE_AT_A_TIME.lock().await;
     let (host, app, key, _dir) = setup().await;
-    let started = host
-        .api
-        .post_json(
-            "/experiments/frontend/start",
-            &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 1000, "ramp": false,
-                    "mode": "proxy", "phases": phases(10.0, 16.0, 4.0)}),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
-    let proxy = started.body["resources"][0]["address"].as_str().unwrap().to_string();
+    let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 1000, "ramp": false,
+                    "mode": "proxy", "phases": phases(10.0, 16.0, 4.0)})).await;
+    let id = started["id"].as_str().unwrap().to_string();
+    let proxy = started["resources"][0]["address"].as_str().unwrap().to_string();
     let browser = Browser::launch().await.expect("Chromium starts");
     let page = browser.open("about:blank").await.unwrap();
 
@@ -132,19 +123,12 @@ async fn controlled(page: &faultline_tests::Page, url: &str) {
 async fn service_worker_experiment(worker: &str) {
     let _one = ONE_AT_A_TIME.lock().await;
     let (host, app, key, _dir) = setup().await;
-    let started = host
-        .api
-        .post_json(
-            "/experiments/frontend/start",
-            &json!({"fault_type": "http_latency", "targets": [format!("{}/api/*", app.origin())], "intensity": 1200,
-                    "ramp": false, "mode": "service_worker", "phases": phases(8.0, 14.0, 4.0)}),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
+    let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [format!("{}/api/*", app.origin())], "intensity": 1200,
+                    "ramp": false, "mode": "service_worker", "phases": phases(8.0, 14.0, 4.0)})).await;
+    let id = started["id"].as_str().unwrap().to_string();
     let base = match worker {
         "app" => app.origin(),
-        _ => started.body["resources"][0]["address"].as_str().unwrap().to_string(),
+        _ => started["resources"][0]["address"].as_str().unwrap().to_string(),
     };
     let url = page_url(&base, &host, &key, Some(worker));
     let browser = Browser::launch().await.expect("Chromium starts");
@@ -195,18 +179,10 @@ async fn a_rule_held_by_a_worker_ends_at_its_time_to_live_when_the_host_is_gone(
     let app = WebApp::start().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &["--ttl-margin-seconds", "2"]);
-    let created = host.api.post_json("/api-keys", &json!({"name": "pages", "role": "collector"})).await;
-    let key = created.body["key"].as_str().unwrap().to_string();
-    let started = host
-        .api
-        .post_json(
-            "/experiments/frontend/start",
-            &json!({"fault_type": "http_latency", "targets": [format!("{}/api/*", app.origin())], "intensity": 1500,
-                    "ramp": false, "mode": "service_worker", "phases": phases(1.0, 10.0, 1.0)}),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
+    let key = host.api.create_key("pages", "collector").await;
+    let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [format!("{}/api/*", app.origin())], "intensity": 1500,
+                    "ramp": false, "mode": "service_worker", "phases": phases(1.0, 10.0, 1.0)})).await;
+    let id = started["id"].as_str().unwrap().to_string();
     let url = page_url(&app.origin(), &host, &key, Some("app"));
     let browser = Browser::launch().await.expect("Chromium starts");
     let page = browser.open("about:blank").await.unwrap();

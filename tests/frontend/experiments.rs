@@ -44,19 +44,12 @@ async fn an_http_latency_experiment_delays_through_the_listener_only_while_injec
     let app = WebApp::start().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
-    let started = host
-        .api
-        .post_json(
-            "/experiments/frontend/start",
-            &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 400, "ramp": false,
-                    "phases": phases(3.0, 4.0, 3.0)}),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
-    let proxy = listener(&started.body);
-    assert_eq!(started.body["resources"][0]["kind"], "proxy_listener");
-    assert_eq!(started.body["resources"][0]["target"], app.origin());
+    let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 400, "ramp": false,
+                    "phases": phases(3.0, 4.0, 3.0)})).await;
+    let id = started["id"].as_str().unwrap().to_string();
+    let proxy = listener(&started);
+    assert_eq!(started["resources"][0]["kind"], "proxy_listener");
+    assert_eq!(started["resources"][0]["target"], app.origin());
     let client = client();
 
     let (status, clean) = timed(&client, &format!("{proxy}/api/items")).await;
@@ -87,17 +80,10 @@ async fn http_errors_show_in_the_metrics_and_the_score_and_only_on_the_route() {
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
     let route = app.url("/api/items");
-    let started = host
-        .api
-        .post_json(
-            "/experiments/frontend/start",
-            &json!({"fault_type": "http_error", "targets": [route], "intensity": 100, "ramp": false,
-                    "params": {"status": 502}, "phases": phases(2.0, 4.0, 2.0)}),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
-    let proxy = listener(&started.body);
+    let started = host.api.start("frontend", &json!({"fault_type": "http_error", "targets": [route], "intensity": 100, "ramp": false,
+                    "params": {"status": 502}, "phases": phases(2.0, 4.0, 2.0)})).await;
+    let id = started["id"].as_str().unwrap().to_string();
+    let proxy = listener(&started);
     host.api.wait_status("frontend", &id, 30, |s| s["targets"][0]["injection"] == "active").await;
     let client = client();
     let hits_before = app.hits("/api/items");
@@ -119,16 +105,9 @@ async fn the_app_going_away_mid_experiment_ends_it_cleanly() {
     let mut app = WebApp::start().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
-    let started = host
-        .api
-        .post_json(
-            "/experiments/frontend/start",
-            &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 200, "phases": phases(1.0, 4.0, 2.0)}),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
-    let proxy = listener(&started.body);
+    let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 200, "phases": phases(1.0, 4.0, 2.0)})).await;
+    let id = started["id"].as_str().unwrap().to_string();
+    let proxy = listener(&started);
     host.api.wait_status("frontend", &id, 30, |s| s["phase"] == "injecting").await;
     app.stop().await;
     let (status, took) = timed(&client(), &format!("{proxy}/api/items")).await;
@@ -152,10 +131,9 @@ async fn a_stop_and_a_host_crash_release_the_listener() {
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
     let request = json!({"fault_type": "http_abort", "targets": [app.origin()], "intensity": 100, "phases": phases(0.5, 600.0, 1.0)});
-    let started = host.api.post_json("/experiments/frontend/start", &request).await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap().to_string();
-    let proxy = listener(&started.body);
+    let started = host.api.start("frontend", &request).await;
+    let id = started["id"].as_str().unwrap().to_string();
+    let proxy = listener(&started);
     let stopped = host.api.stop("frontend", &id).await;
     assert_eq!(stopped.status, 200);
     assert_eq!(stopped.body["state"], "stopped");
@@ -164,9 +142,9 @@ async fn a_stop_and_a_host_crash_release_the_listener() {
 
     // A host killed mid-run: its listener dies with it, and the next start
     // closes the journal and the experiment.
-    let started = host.api.post_json("/experiments/frontend/start", &request).await;
-    let id = started.body["id"].as_str().unwrap().to_string();
-    let proxy = listener(&started.body);
+    let started = host.api.start("frontend", &request).await;
+    let id = started["id"].as_str().unwrap().to_string();
+    let proxy = listener(&started);
     host.api.wait_status("frontend", &id, 30, |s| s["phase"] == "injecting" || s["state"] != "running").await;
     let key = host.api.key.clone();
     host.kill9();
@@ -225,18 +203,11 @@ async fn an_operator_chosen_address_is_where_the_proxy_listens() {
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let started = host
-        .api
-        .post_json(
-            "/experiments/frontend/start",
-            &json!({"fault_type": "http_latency", "targets": [app.origin()], "duration_seconds": 3,
-                    "proxy_listen": {app.origin(): free.to_string()}}),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    assert_eq!(listener(&started.body), format!("http://{free}"));
+    let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [app.origin()], "duration_seconds": 3,
+                    "proxy_listen": {app.origin(): free.to_string()}})).await;
+    assert_eq!(listener(&started), format!("http://{free}"));
     assert_eq!(timed(&client(), &format!("http://{free}/")).await.0, 200);
-    let id = started.body["id"].as_str().unwrap();
+    let id = started["id"].as_str().unwrap();
     host.api.wait_status("frontend", id, 30, |s| s["state"] != "running").await;
 }
 
@@ -245,16 +216,9 @@ async fn adaptive_latency_backs_off_on_what_the_proxy_sees() {
     let app = WebApp::start().await;
     let dir = tempfile::tempdir().unwrap();
     let host = HostProcess::start(dir.path(), &[]);
-    let started = host
-        .api
-        .post_json(
-            "/experiments/frontend/start",
-            &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 3000, "adaptive": true,
-                    "tolerance": 0.2, "phases": phases(2.0, 8.0, 2.0)}),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{started:?}");
-    let id = started.body["id"].as_str().unwrap();
+    let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 3000, "adaptive": true,
+                    "tolerance": 0.2, "phases": phases(2.0, 8.0, 2.0)})).await;
+    let id = started["id"].as_str().unwrap();
     let ended = host.api.wait_status("frontend", id, 60, |s| s["state"] != "running").await;
     assert_eq!(ended["state"], "completed", "{ended}");
     let tolerated = ended["intensity"]["max_tolerated"].as_f64().unwrap_or_else(|| panic!("no max_tolerated in {ended}"));

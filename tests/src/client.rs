@@ -87,6 +87,20 @@ impl Api {
         Self::send(self.request(method, path).header(CONTENT_TYPE, content_type).body(body)).await
     }
 
+    /// Starts an experiment on `platform`, which must be accepted; its answer.
+    pub async fn start(&self, platform: &str, request: &Value) -> Value {
+        let started = self.post_json(&format!("/experiments/{platform}/start"), request).await;
+        assert_eq!(started.status, 201, "{started:?}");
+        started.body
+    }
+
+    /// Creates an API key of `role` (with an admin key); the key.
+    pub async fn create_key(&self, name: &str, role: &str) -> String {
+        let created = self.post_json("/api-keys", &serde_json::json!({"name": name, "role": role})).await;
+        assert_eq!(created.status, 201, "{created:?}");
+        created.body["key"].as_str().unwrap().to_string()
+    }
+
     /// Stops an experiment; the answer comes once it is rolled back.
     pub async fn stop(&self, platform: &str, id: &str) -> Reply {
         self.post_json(&format!("/experiments/{platform}/stop?id={id}"), &Value::Object(Default::default())).await

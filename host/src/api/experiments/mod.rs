@@ -118,7 +118,8 @@ impl From<PlanError> for ApiError {
         (status = 400, description = "`invalid_idempotency_key`"),
         (status = 403, description = "`forbidden`: starting needs the engineer role"),
         (status = 409, description = "`target_busy`: a target is under the same kind of fault; `idempotency_key_in_use`: \
-            the first request with this key is still starting; `emergency_stop_engaged`"),
+            the first request with this key is still starting; `emergency_stop_engaged`; `resource_unavailable`: the platform \
+            cannot put in place what the experiment needs (frontend: the proxy cannot listen where `proxy_listen` asks)"),
         (status = 422, description = START_REFUSALS),
         (status = 502, description = "`plugin_failed`: the fault's driver failed while checking the request"),
         (status = 503, description = "`platform_unavailable`: the platform is not served by this host (for the backend: no Docker engine); \

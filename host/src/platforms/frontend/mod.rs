@@ -73,6 +73,22 @@ impl Session {
     pub fn listeners(&self) -> Vec<Arc<Listener>> {
         self.listeners.lock().expect("listeners lock").clone()
     }
+
+    /// The latency factor of a reading's median (see the module's doc):
+    /// baseline readings set the reference and count as 1.
+    fn latency_factor(&self, median: Option<f64>) -> f64 {
+        let Some(median) = median else { return 1.0 };
+        let mut baseline = self.baseline_p50.lock().expect("baseline lock");
+        if self.phase() == "baseline" {
+            baseline.push(median);
+            return 1.0;
+        }
+        if baseline.is_empty() {
+            return 1.0;
+        }
+        let base = baseline.iter().sum::<f64>() / baseline.len() as f64;
+        ((base + LATENCY_CUSHION_MS) / (median + LATENCY_CUSHION_MS)).min(1.0)
+    }
 }
 
 pub struct FrontendPlatform {
@@ -114,10 +130,11 @@ impl FrontendPlatform {
         serde_json::from_value(plan_options.clone()).map_err(|e| ResolveError::Invalid(e.to_string()))
     }
 
-    /// One probe through the listener (or to the site, when it has none):
-    /// whether it got a non-5xx answer, and how long that took.
-    async fn probe(&self, session: &Session) -> (bool, f64) {
-        let base = session.listeners().first().map(|l| l.url()).unwrap_or_else(|| session.sites[0].clone());
+    /// One probe through the listener: whether it got a non-5xx answer,
+    /// and how long that took. A site without a listener (an https one, in
+    /// service-worker mode) is not probed: the host speaks no TLS.
+    async fn probe(&self, session: &Session) -> Option<(bool, f64)> {
+        let base = session.listeners().first().map(|l| l.url())?;
         let started = Instant::now();
         let ok = match self.http.get(format!("{base}{}", session.probe_path)).send().await {
             Ok(response) => {
@@ -127,7 +144,7 @@ impl FrontendPlatform {
             }
             Err(_) => false,
         };
-        (ok, started.elapsed().as_secs_f64() * 1000.0)
+        Some((ok, started.elapsed().as_secs_f64() * 1000.0))
     }
 
     async fn save_traffic(&self, session: &Session) {
@@ -277,29 +294,18 @@ impl Platform for FrontendPlatform {
         let Some(session) = self.session(experiment) else {
             return Observation { health: 0.0, metrics: BTreeMap::from([("observed".to_string(), 0.0)]) };
         };
-        let (probe_ok, probe_ms) = self.probe(&session).await;
+        let probe = self.probe(&session).await;
         let window = session.traffic.take_window();
         let now = now_ms();
         let since = std::mem::replace(&mut *session.vitals_since.lock().expect("vitals lock"), now);
         let vitals = self.store.vitals(experiment, since).await.unwrap_or_default();
 
-        let availability = match window.requests {
-            0 => f64::from(u8::from(probe_ok)),
+        let availability = match (window.requests, probe) {
+            (0, Some((ok, _))) => f64::from(u8::from(ok)),
+            (0, None) => 1.0,
             _ => 1.0 - window.error_rate,
         };
-        let median = window.latency_ms.p50.unwrap_or(probe_ms);
-        let latency = {
-            let mut baseline = session.baseline_p50.lock().expect("baseline lock");
-            if session.phase() == "baseline" {
-                baseline.push(median);
-                1.0
-            } else if baseline.is_empty() {
-                1.0
-            } else {
-                let base = baseline.iter().sum::<f64>() / baseline.len() as f64;
-                ((base + LATENCY_CUSHION_MS) / (median + LATENCY_CUSHION_MS)).min(1.0)
-            }
-        };
+        let latency = session.latency_factor(window.latency_ms.p50.or(probe.map(|(_, ms)| ms)));
         let rated: Vec<f64> = vitals.iter().map(|v| vitals::rating_score(&v.rating)).collect();
         let vitals_factor = if rated.is_empty() { 1.0 } else { rated.iter().sum::<f64>() / rated.len() as f64 };
 
@@ -307,10 +313,12 @@ impl Platform for FrontendPlatform {
             ("requests".to_string(), window.requests as f64),
             ("errors".to_string(), window.errors as f64),
             ("error_rate".to_string(), window.error_rate),
-            ("probe_ok".to_string(), f64::from(u8::from(probe_ok))),
-            ("probe_ms".to_string(), probe_ms),
             ("vitals".to_string(), vitals.len() as f64),
         ]);
+        if let Some((ok, ms)) = probe {
+            metrics.insert("probe_ok".into(), f64::from(u8::from(ok)));
+            metrics.insert("probe_ms".into(), ms);
+        }
         for (name, value) in [("latency_p50_ms", window.latency_ms.p50), ("latency_p95_ms", window.latency_ms.p95), ("latency_p99_ms", window.latency_ms.p99)] {
             if let Some(v) = value {
                 metrics.insert(name.into(), v);
