@@ -227,3 +227,24 @@ async fn adaptive_latency_backs_off_on_what_the_proxy_sees() {
     let levels: Vec<f64> = metrics["series"].as_array().unwrap().iter().filter_map(|s| s["intensity"].as_f64()).collect();
     assert!(levels.windows(2).any(|w| w[1] < w[0]), "the level went down at least once: {levels:?}");
 }
+
+#[tokio::test]
+async fn a_shutdown_mid_run_rolls_back_and_closes_the_listener() {
+    let app = WebApp::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &[]);
+    let request = json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 300, "phases": phases(0.5, 600.0, 1.0)});
+    let started = host.api.start("frontend", &request).await;
+    let id = started["id"].as_str().unwrap().to_string();
+    let proxy = listener(&started);
+    host.api.wait_status("frontend", &id, 30, |s| s["targets"][0]["injection"] == "active").await;
+    let key = host.api.key.clone();
+    assert!(host.terminate().success(), "SIGTERM ends the host cleanly");
+    assert!(refuses_connections(&proxy).await);
+    let again = HostProcess::start(dir.path(), &[]);
+    let status = again.api.with_key(key.as_deref()).get(&format!("/experiments/frontend/status?id={id}")).await.body;
+    assert_eq!(status["state"], "stopped", "{status}");
+    assert_eq!(status["stop_reason"], "host shutdown");
+    assert_eq!(status["resources"][0]["state"], "released", "{status}");
+    assert_eq!(status["targets"][0]["injection"], "reverted", "{status}");
+}
