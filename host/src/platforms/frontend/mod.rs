@@ -330,7 +330,7 @@ impl Platform for FrontendPlatform {
         for name in vitals::NAMES {
             let values: Vec<f64> = vitals.iter().filter(|v| v.name == name).map(|v| v.value).collect();
             if !values.is_empty() {
-                metrics.insert(format!("{}", name.to_ascii_lowercase()), values.iter().sum::<f64>() / values.len() as f64);
+                metrics.insert(name.to_ascii_lowercase(), values.iter().sum::<f64>() / values.len() as f64);
             }
         }
         self.save_traffic(&session).await;
