@@ -181,7 +181,7 @@ async fn a_rule_held_by_a_worker_ends_at_its_time_to_live_when_the_host_is_gone(
     let host = HostProcess::start(dir.path(), &["--ttl-margin-seconds", "2"]);
     let key = host.api.create_key("pages", "collector").await;
     let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [format!("{}/api/*", app.origin())], "intensity": 1500,
-                    "ramp": false, "mode": "service_worker", "phases": phases(1.0, 10.0, 1.0)})).await;
+                    "ramp": false, "mode": "service_worker", "phases": phases(1.0, 20.0, 1.0)})).await;
     let id = started["id"].as_str().unwrap().to_string();
     let url = page_url(&app.origin(), &host, &key, Some("app"));
     let browser = Browser::launch().await.expect("Chromium starts");

@@ -167,37 +167,43 @@ pub struct Accepted {
 
 /// Records a page load's Web Vitals. The key goes in the body's `apiKey`
 /// (a `sendBeacon` cannot send headers) or the x-api-key header; any role
-/// may report. Limited to 10 reports a second per key and client address
-/// (bursts of 30), and 200 a second per key.
+/// may report. Limited, before the key is even checked, to 10 reports a
+/// second per client address (bursts of 30), then to 200 a second per key;
+/// an experiment keeps at most 100 000 vitals.
 #[utoipa::path(post, path = "/collector/vitals", security(()), request_body(content = Report, content_type = "text/plain"),
     responses((status = 202, description = "Recorded", body = Accepted),
         (status = 400, description = "`malformed_json`"),
         (status = 401, description = "`missing_api_key`, `malformed_api_key`, `unknown_api_key`"),
         (status = 404, description = "`experiment_not_found`"),
-        (status = 409, description = "`experiment_ended`: it ended more than ten minutes ago"),
+        (status = 409, description = "`experiment_ended`: it ended more than ten minutes ago; `vitals_limit_reached`"),
         (status = 413, description = "`payload_too_large`: more than 16 KiB"),
         (status = 422, description = "`invalid_report`, `unknown_field`, `missing_field`, `invalid_field`, `no_experiment`, \
             `page_not_in_experiment`"),
         (status = 429, description = "`rate_limited`: too many reports; Retry-After says when to try again"),
         (status = 503, description = "`platform_unavailable`")))]
 pub async fn vitals(State(state): State<AppState>, peer: Option<Extension<ConnectInfo<SocketAddr>>>, request: Request) -> Result<Response, ApiError> {
+    let client = peer.map(|Extension(ConnectInfo(addr))| addr.ip().to_string()).unwrap_or_default();
+    state.report_limits.per_client.take(&client).map_err(|wait| rate_limited(wait, "this address"))?;
     let header_key = request.headers().get(KEY_HEADER).and_then(|v| v.to_str().ok()).map(String::from);
+    let sender = request.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()).map(String::from);
     let bytes = body_bytes(request, MAX_REPORT_BYTES).await?;
     let report: Report = serde_json::from_slice(&bytes).map_err(json_error)?;
     let Some(secret) = report.api_key.clone().or(header_key) else {
         return Err(ApiError::unauthorized("missing_api_key", format!("send the collector key as apiKey in the body or in {KEY_HEADER}")));
     };
     let caller = authenticate(&state.store, &secret).await?;
+    state.report_limits.per_key.take(&caller.key_id).map_err(|wait| rate_limited(wait, "this page's key"))?;
     let platform = frontend(&state)?;
-    let client = peer.map(|Extension(ConnectInfo(addr))| addr.ip().to_string()).unwrap_or_default();
-    if let Err(wait) = state.report_limits.admit(&caller.key_id, &client) {
-        let mut refusal = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", "too many reports from this page's key and address").into_response();
-        let seconds = wait.as_secs().max(1).to_string();
-        refusal.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_str(&seconds).expect("digits"));
-        return Ok(refusal);
+    if let Some(experiment) = &report.experiment
+        && !state.report_limits.within_cap(experiment, report.metrics.len())
+    {
+        return Err(ApiError::conflict("vitals_limit_reached", format!("experiment `{experiment}` holds the {MAX_VITALS} vitals it keeps")));
     }
-    match platform.ingest(&report).await {
-        Ok(accepted) => Ok((StatusCode::ACCEPTED, Json(Accepted { accepted })).into_response()),
+    match platform.ingest(&report, sender.as_deref()).await {
+        Ok(accepted) => {
+            state.report_limits.count(report.experiment.as_deref().unwrap_or_default(), accepted);
+            Ok((StatusCode::ACCEPTED, Json(Accepted { accepted })).into_response())
+        }
         Err(Refused(code, detail)) => Err(match code {
             "experiment_not_found" => ApiError::not_found(code, detail),
             "experiment_ended" => ApiError::conflict(code, detail),
@@ -207,22 +213,35 @@ pub async fn vitals(State(state): State<AppState>, peer: Option<Extension<Connec
     }
 }
 
-/// The limits on reports: per key and client address, and per key.
+fn rate_limited(wait: Duration, whom: &str) -> ApiError {
+    ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", format!("too many reports from {whom}"))
+        .retry_after(wait.as_secs().max(1))
+}
+
+/// Most vitals one experiment keeps (a public key must not fill the store).
+pub const MAX_VITALS: usize = 100_000;
+
+/// The limits on reports: per client address, per key, and per experiment.
 pub struct ReportLimits {
     per_client: RateLimiter,
     per_key: RateLimiter,
+    /// Vitals accepted per experiment by this process.
+    accepted: Mutex<HashMap<String, usize>>,
 }
 
 impl Default for ReportLimits {
     fn default() -> Self {
-        ReportLimits { per_client: RateLimiter::new(10.0, 30.0), per_key: RateLimiter::new(200.0, 400.0) }
+        ReportLimits { per_client: RateLimiter::new(10.0, 30.0), per_key: RateLimiter::new(200.0, 400.0), accepted: Mutex::default() }
     }
 }
 
 impl ReportLimits {
-    fn admit(&self, key_id: &str, client: &str) -> Result<(), Duration> {
-        self.per_client.take(&format!("{key_id}/{client}"))?;
-        self.per_key.take(key_id)
+    fn within_cap(&self, experiment: &str, more: usize) -> bool {
+        self.accepted.lock().expect("accepted lock").get(experiment).copied().unwrap_or(0) + more <= MAX_VITALS
+    }
+
+    fn count(&self, experiment: &str, accepted: usize) {
+        *self.accepted.lock().expect("accepted lock").entry(experiment.into()).or_default() += accepted;
     }
 }
 

@@ -17,6 +17,8 @@ pub struct ApiError {
     pub detail: String,
     /// Extra members of the problem object, such as the valid choices.
     pub extra: Option<Value>,
+    /// Seconds for a `Retry-After` header (429).
+    pub retry_after: Option<u64>,
 }
 
 /// The problem document (RFC 9457), served as `application/problem+json`.
@@ -43,7 +45,13 @@ pub struct Problem {
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
-        ApiError { status, code, detail: detail.into(), extra: None }
+        ApiError { status, code, detail: detail.into(), extra: None, retry_after: None }
+    }
+
+    /// Says when to try again.
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     /// Adds members to the problem object (they must form a JSON object).
@@ -105,6 +113,9 @@ impl IntoResponse for ApiError {
         };
         let mut response = (self.status, Json(problem)).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         response.extensions_mut().insert(note);
         response
     }

@@ -298,6 +298,9 @@ impl Engine {
                 }
             }
             platform.unwatch(&row.id, &plan.targets).await;
+            // If its row was written, it must not stay `running`.
+            let why = format!("the start could not be recorded: {e}");
+            let _ = self.inner.store.finish_experiment(&row.id, "failed", None, None, Some(&why), None).await;
             self.inner.running.lock().expect("running lock").remove(&row.id);
             return Err(e.into());
         }

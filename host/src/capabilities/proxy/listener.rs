@@ -20,7 +20,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode, Uri, Version};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto;
 use faultline_plugin_runtime::capability::proxy::RuleAction;
 use rand::RngExt;
@@ -84,6 +84,8 @@ pub struct Listener {
     close: CancellationToken,
     closed: AtomicBool,
     tasks: TaskTracker,
+    /// Set once the socket is dropped: `close` returns after that.
+    unbound: tokio::sync::watch::Sender<bool>,
 }
 
 impl Listener {
@@ -107,6 +109,7 @@ impl Listener {
             close: CancellationToken::new(),
             closed: AtomicBool::new(false),
             tasks: TaskTracker::new(),
+            unbound: tokio::sync::watch::Sender::new(false),
         });
         let serving = listener.clone();
         tokio::spawn(async move { serving.serve(socket).await });
@@ -122,9 +125,12 @@ impl Listener {
         self.closed.load(Ordering::SeqCst)
     }
 
-    /// Stops accepting, gives open connections a moment, then cuts them.
+    /// Stops accepting (the port is free when this returns), gives open
+    /// connections a moment, then cuts them.
     pub async fn close(&self) {
         self.close.cancel();
+        let mut unbound = self.unbound.subscribe();
+        let _ = unbound.wait_for(|done| *done).await;
         self.tasks.close();
         let _ = tokio::time::timeout(CLOSE_GRACE * 2, self.tasks.wait()).await;
     }
@@ -153,6 +159,7 @@ impl Listener {
             self.tasks.spawn(async move { this.connection(stream, peer).await });
         }
         drop(socket);
+        self.unbound.send_replace(true);
         self.closed.store(true, Ordering::SeqCst);
         self.close.cancel();
         self.tasks.close();
@@ -164,7 +171,8 @@ impl Listener {
             let this = this.clone();
             async move { this.handle(req, peer).await }
         });
-        let builder = auto::Builder::new(TokioExecutor::new());
+        // HTTP/2 streams run as tasks of their own: tracked, so a close waits for them.
+        let builder = auto::Builder::new(Tracked(self.tasks.clone()));
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
         tokio::pin!(conn);
         tokio::select! {
@@ -188,35 +196,35 @@ impl Listener {
             return Ok(self.own(&path));
         }
         let record = |status: Option<u16>, faulted: bool| self.spec.traffic.record(Outcome { status, faulted, latency: started.elapsed() });
-        let mut delay = Duration::ZERO;
+        // The first selecting rule whose draw succeeds acts, as in the
+        // service worker (while a plugin replaces a rule, old and new
+        // coexist for a moment: they must not add up).
+        let method = req.method().as_str().to_string();
+        let acting = match self.spec.apply_rules {
+            true => self.shared.rules.of(&self.spec.site, &self.spec.experiment).into_iter().find(|r| r.selects(&method, &path) && roll(r.rule.probability)),
+            false => None,
+        };
         let mut rate = None;
-        let mut faulted = false;
-        if self.spec.apply_rules {
-            let method = req.method().as_str().to_string();
-            for rule in self.shared.rules.of(&self.spec.site, &self.spec.experiment) {
-                if !rule.selects(&method, &path) || !roll(rule.rule.probability) {
-                    continue;
-                }
-                faulted = true;
-                match rule.rule.action {
-                    RuleAction::Delay((ms, jitter)) => delay += jittered(ms, jitter),
-                    RuleAction::Throttle(kbps) => rate = Some(kbps),
-                    RuleAction::Reset => {
-                        tokio::time::sleep(delay).await;
-                        record(None, true);
-                        return Err(Cut);
-                    }
-                    RuleAction::Abort(status) => {
-                        tokio::time::sleep(delay).await;
-                        record(Some(status), true);
-                        return Ok(injected_status(status));
-                    }
+        match acting.as_ref().map(|r| r.rule.action) {
+            None => {}
+            Some(RuleAction::Delay((ms, jitter))) => {
+                // A listener that closes cuts what it holds.
+                tokio::select! {
+                    () = tokio::time::sleep(jittered(ms, jitter)) => {}
+                    () = self.close.cancelled() => return Err(Cut),
                 }
             }
+            Some(RuleAction::Throttle(kbps)) => rate = Some(kbps),
+            Some(RuleAction::Reset) => {
+                record(None, true);
+                return Err(Cut);
+            }
+            Some(RuleAction::Abort(status)) => {
+                record(Some(status), true);
+                return Ok(injected_status(status));
+            }
         }
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
+        let faulted = acting.is_some();
         match self.forward(req, peer).await {
             Ok(response) => {
                 record(Some(response.status().as_u16()), faulted);
@@ -243,6 +251,7 @@ impl Listener {
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
         parts.uri = format!("{}{path}", self.spec.site.trim_end_matches('/')).parse()?;
         parts.version = Version::HTTP_11;
+        join_cookies(&mut parts.headers);
         strip_hop_by_hop(&mut parts.headers, upgrading);
         parts.headers.insert(header::HOST, self.authority.clone());
         append_forwarded(&mut parts.headers, peer, original_host.as_deref());
@@ -263,7 +272,22 @@ impl Listener {
             return Ok(response.map(|_| Empty::new().map_err(|never: Infallible| match never {}).boxed()));
         }
         strip_hop_by_hop(response.headers_mut(), false);
+        self.point_back_here(response.headers_mut());
         Ok(response.map(|body| body.map_err(BoxError::from).boxed()))
+    }
+
+    /// Redirects the origin sends to itself point at this listener, so the
+    /// browser stays behind the proxy (and under the experiment's faults).
+    fn point_back_here(&self, headers: &mut HeaderMap) {
+        let site = self.spec.site.trim_end_matches('/');
+        let bare = site.strip_suffix(":80").unwrap_or(site);
+        for name in [header::LOCATION, header::CONTENT_LOCATION] {
+            let Some(value) = headers.get(&name).and_then(|v| v.to_str().ok()) else { continue };
+            let rest = [site, bare].iter().find_map(|origin| value.strip_prefix(origin).filter(|r| r.is_empty() || r.starts_with('/')));
+            if let Some(v) = rest.and_then(|rest| HeaderValue::from_str(&format!("{}{rest}", self.url())).ok()) {
+                headers.insert(name, v);
+            }
+        }
     }
 
     /// The service worker, configured to read its rules from this listener.
@@ -294,6 +318,20 @@ impl Listener {
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         response
+    }
+}
+
+/// Runs hyper's tasks (HTTP/2 streams) on the listener's tracker.
+#[derive(Clone)]
+struct Tracked(TaskTracker);
+
+impl<F> hyper::rt::Executor<F> for Tracked
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, future: F) {
+        self.0.spawn(future);
     }
 }
 
@@ -364,6 +402,18 @@ fn strip_hop_by_hop(headers: &mut HeaderMap, upgrading: bool) {
     } else {
         headers.remove(header::CONNECTION);
         headers.remove(header::UPGRADE);
+    }
+}
+
+/// HTTP/2 may split cookies over several fields; HTTP/1.1 wants one
+/// (RFC 9113 §8.2.3).
+fn join_cookies(headers: &mut HeaderMap) {
+    if headers.get_all(header::COOKIE).iter().count() < 2 {
+        return;
+    }
+    let joined: Vec<&str> = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).collect();
+    if let Ok(v) = HeaderValue::from_str(&joined.join("; ")) {
+        headers.insert(header::COOKIE, v);
     }
 }
 

@@ -45,6 +45,7 @@ impl StoredRule {
 
     /// The rule as the service worker's feed carries it.
     pub fn feed(&self) -> FeedRule {
+        let now = now_ms();
         let action = match self.rule.action {
             RuleAction::Delay((ms, jitter_ms)) => FeedAction::Delay { ms, jitter_ms },
             RuleAction::Abort(status) => FeedAction::Status { status },
@@ -57,6 +58,7 @@ impl StoredRule {
             path: self.rule.match_.path.clone(),
             probability: self.rule.probability,
             expires_at: self.expires_at,
+            expires_in_ms: (self.expires_at - now).max(0),
             action,
         }
     }
@@ -74,6 +76,9 @@ pub struct FeedRule {
     pub probability: f64,
     /// Epoch milliseconds after which the worker drops it, host or no host.
     pub expires_at: i64,
+    /// The same, as a span from this answer: the worker counts it on its own
+    /// clock, which may not agree with the host's.
+    pub expires_in_ms: i64,
     pub action: FeedAction,
 }
 
@@ -102,14 +107,26 @@ pub enum RuleError {
 pub struct RuleBook {
     rules: Mutex<BTreeMap<String, StoredRule>>,
     next_seq: std::sync::atomic::AtomicU64,
+    /// When each experiment's effects must be gone (its listeners' expiry):
+    /// no rule of it lives past that, whatever time-to-live a plugin asks.
+    deadlines: Mutex<BTreeMap<String, i64>>,
 }
 
 impl RuleBook {
+    /// No rule of `owner` lives past `at` (epoch ms).
+    pub fn set_deadline(&self, owner: &str, at: i64) {
+        self.deadlines.lock().expect("deadlines lock").insert(owner.into(), at);
+    }
+
     /// Checks a rule and adds it; returns its id.
     pub fn add(&self, site: &str, rule: Rule, owner: &str) -> Result<String, RuleError> {
         check(&rule)?;
         let now = now_ms();
         let ttl = Duration::from_secs(u64::from(rule.ttl_seconds)).min(MAX_TTL);
+        let mut expires_at = now + ttl.as_millis() as i64;
+        if let Some(deadline) = self.deadlines.lock().expect("deadlines lock").get(owner) {
+            expires_at = expires_at.min(*deadline);
+        }
         let mut rules = self.rules.lock().expect("rule book lock");
         rules.retain(|_, r| r.live(now));
         if rules.values().filter(|r| r.site == site).count() >= MAX_RULES_PER_SITE {
@@ -117,7 +134,7 @@ impl RuleBook {
         }
         let id = format!("rule-{}", uuid::Uuid::now_v7());
         let seq = self.next_seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let stored = StoredRule { id: id.clone(), site: site.into(), owner: owner.into(), rule, expires_at: now + ttl.as_millis() as i64, seq };
+        let stored = StoredRule { id: id.clone(), site: site.into(), owner: owner.into(), rule, expires_at, seq };
         rules.insert(id.clone(), stored);
         Ok(id)
     }
@@ -144,6 +161,7 @@ impl RuleBook {
 
     /// Drops every rule of an experiment (its end, whatever its plugin did).
     pub fn drop_owner(&self, owner: &str) -> usize {
+        self.deadlines.lock().expect("deadlines lock").remove(owner);
         let mut rules = self.rules.lock().expect("rule book lock");
         let before = rules.len();
         rules.retain(|_, r| r.owner != owner);
@@ -236,6 +254,22 @@ mod tests {
         assert_eq!(book.of("s", "e1").len(), 2);
         assert_eq!(book.drop_owner("e1"), 3);
         assert!(book.of("s", "e1").is_empty() && book.of("s", "e2").len() == 1);
+    }
+
+    #[test]
+    fn no_rule_outlives_its_experiments_deadline() {
+        let book = RuleBook::default();
+        let deadline = now_ms() + 5_000;
+        book.set_deadline("e1", deadline);
+        let mut long = rule("/a", RuleAction::Reset);
+        long.ttl_seconds = 3600;
+        book.add("s", long.clone(), "e1").unwrap();
+        let held = &book.of("s", "e1")[0];
+        assert_eq!(held.expires_at, deadline);
+        let fed = held.feed();
+        assert!(fed.expires_in_ms > 0 && fed.expires_in_ms <= 5_000, "{fed:?}");
+        book.add("s", long, "e2").unwrap();
+        assert!(book.of("s", "e2")[0].expires_at > deadline + 3_000_000, "other experiments keep their own");
     }
 
     #[test]

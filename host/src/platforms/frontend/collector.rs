@@ -2,6 +2,8 @@
 //! context (which experiment and phase a page is in), the service worker's
 //! rules, and the vitals the collector reports.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -81,7 +83,12 @@ impl FrontendPlatform {
     pub fn context(&self, page: &str) -> Context {
         let Some(origin) = origin_of(page) else { return Context::default() };
         let through = self.proxy().listener_at(&origin).and_then(|l| self.session(&l.spec.experiment).map(|s| (s, l.spec.site.clone())));
-        let on_site = || self.sessions().into_iter().find(|s| s.sites.contains(&origin)).map(|s| (s, origin.clone()));
+        // A page on the site itself is in an experiment only when a service
+        // worker brings the faults there; in proxy mode it is an unfaulted load.
+        let on_site = || {
+            let worker = |s: &Arc<super::Session>| s.mode == super::options::Mode::ServiceWorker && s.sites.contains(&origin);
+            self.sessions().into_iter().find(worker).map(|s| (s, origin.clone()))
+        };
         match through.or_else(on_site) {
             Some((session, site)) => Context {
                 experiment: Some(session.experiment.clone()),
@@ -106,18 +113,28 @@ impl FrontendPlatform {
         feed
     }
 
-    /// Checks a report and records its vitals; returns how many.
-    pub async fn ingest(&self, report: &Report) -> Result<usize, Refused> {
+    /// Checks a report and records its vitals; returns how many. `sender`
+    /// is the request's `Origin` header, when the browser sent one: it must
+    /// be the page's.
+    pub async fn ingest(&self, report: &Report, sender: Option<&str>) -> Result<usize, Refused> {
         let invalid = |why: String| Refused("invalid_report", why);
         if report.page.len() > 2048 {
             return Err(invalid("page is longer than 2048 characters".into()));
         }
         let origin = origin_of(&report.page).ok_or_else(|| invalid("page must be the page's http(s) URL".into()))?;
+        if let Some(sender) = sender.filter(|s| *s != "null")
+            && origin_of(sender).as_deref() != Some(origin.as_str())
+        {
+            return Err(Refused("page_not_in_experiment", format!("the report comes from {sender}, not from the page's origin {origin}")));
+        }
         if report.metrics.is_empty() || report.metrics.len() > MAX_METRICS {
             return Err(invalid(format!("a report carries 1 to {MAX_METRICS} metrics")));
         }
-        let mut rows = vec![];
+        let mut rows: Vec<(&ReportedMetric, &'static str)> = vec![];
         for (i, m) in report.metrics.iter().enumerate() {
+            if rows.iter().any(|(seen, _)| seen.name == m.name && seen.id == m.id) {
+                return Err(invalid(format!("metrics[{i}]: {} of page load `{}` is reported twice", m.name, m.id)));
+            }
             if m.id.is_empty() || m.id.len() > 128 || m.navigation_type.as_ref().is_some_and(|n| n.len() > 32) {
                 return Err(invalid(format!("metrics[{i}]: id must be 1 to 128 characters, navigation_type at most 32")));
             }
@@ -143,7 +160,12 @@ impl FrontendPlatform {
         if !serves {
             return Err(Refused("page_not_in_experiment", format!("{origin} is neither a site of experiment `{experiment}` nor one of its listeners")));
         }
+        // A page cannot have been measured in a phase the experiment has not reached.
+        let reached = PHASES.iter().position(|p| *p == row.phase).unwrap_or(PHASES.len());
         let phase = match report.phase.as_deref() {
+            Some(p) if PHASES.iter().position(|q| *q == p).is_some_and(|i| i > reached) => {
+                return Err(invalid(format!("phase `{p}`: the experiment is in {}", row.phase)));
+            }
             Some(p) if PHASES.contains(&p) => p.to_string(),
             Some(p) => return Err(invalid(format!("phase `{p}` is not one of {}", PHASES.join(", ")))),
             None => row.phase.clone(),

@@ -184,6 +184,14 @@ impl Platform for FrontendPlatform {
         if let Some(stray) = options.proxy_listen.keys().find(|site| !known.contains(sites::parse(site).map(|e| e.site).unwrap_or_default().as_str())) {
             return Err(ResolveError::Invalid(format!("proxy_listen names `{stray}`, which is not a target's site")));
         }
+        // A listener exposes the site on its address: only where the
+        // operator lets listeners be (loopback, or `--proxy-bind`).
+        if let Some((site, addr)) = options.proxy_listen.iter().find(|(_, a)| !a.ip().is_loopback() && a.ip() != self.bind) {
+            return Err(ResolveError::Invalid(format!(
+                "proxy_listen puts {site} on {addr}; listeners may bind loopback addresses or {} (--proxy-bind)",
+                self.bind
+            )));
+        }
         let mut silent = vec![];
         for entry in &parsed {
             if !reachable(entry).await {
@@ -219,6 +227,8 @@ impl Platform for FrontendPlatform {
         let listen: BTreeMap<String, SocketAddr> =
             options.proxy_listen.iter().filter_map(|(site, addr)| sites::parse(site).ok().map(|e| (e.site, *addr))).collect();
         let traffic = Arc::new(Traffic::default());
+        // The experiment's rules end with its listeners, whatever a plugin asks.
+        self.proxy.rules().set_deadline(experiment, now_ms() + i64::from(plan.ttl_seconds) * 1000);
         let mut listeners = vec![];
         for site in sites.iter().filter(|s| s.starts_with("http://")) {
             let spec = ListenerSpec {
@@ -236,6 +246,7 @@ impl Platform for FrontendPlatform {
                     for opened in &listeners {
                         self.proxy.close(&opened.id).await;
                     }
+                    self.proxy.rules().drop_owner(experiment);
                     return Err(ResolveError::Conflict(format!("the fault proxy cannot listen on {} for {site}: {e}", spec.bind)));
                 }
             }

@@ -19,27 +19,39 @@
  *
  * Context: GET {endpoint}/collector/context?page=<encoded location.href>
  *   with header x-api-key. Answer {"experiment", "phase", "site", "mode"};
- *   experiment and phase tag every metric sent from this page load.
+ *   experiment and phase tag every metric sent from this page load. Fetched
+ *   again when the page is restored from the back/forward cache.
  *
  * Metrics (the GoogleChrome/web-vitals v5 algorithms, re-implemented):
  *   LCP  latest largest-contentful-paint startTime - activationStart (>= 0),
- *        final on the first trusted keydown/click/pointerdown or when hidden.
+ *        of entries that start before the page was first hidden; final on
+ *        the first trusted keydown/click/pointerdown or when hidden.
  *   CLS  largest session window (gap < 1 s, window < 5 s) of layout shifts
- *        without recent input; reported once the page had its first
- *        contentful paint (as web-vitals does).
+ *        without recent input, over the page's whole life (hidden or not);
+ *        reported once the page had its first contentful paint before it
+ *        was first hidden (as web-vitals does).
  *   INP  event (durationThreshold 40) + first-input entries grouped by
- *        interactionId (max duration each), 10 longest kept, value = entry
- *        [min(len-1, floor(interactionCount/50))]; only after an interaction.
- *   Entries that start after the page was first hidden are ignored.
+ *        interactionId (max duration each), 10 longest kept, over the page's
+ *        whole life; value = entry[min(len-1, floor(interactions/50))], where
+ *        interactions is performance.interactionCount or, without it,
+ *        web-vitals' estimate from the interactionIds of all event entries
+ *        ((max - min) / 7 + 1); only after an interaction.
+ *   Back/forward-cache restore (pageshow, persisted): new metric ids
+ *   (navigation_type "back-forward-cache"); LCP is the time from the
+ *   restore to the second animation frame after it (final), CLS starts
+ *   again at 0, INP counts only the interactions after the restore.
  *
  * Beacon: navigator.sendBeacon({endpoint}/collector/vitals, JSON string)
  *   (text/plain, no CORS preflight), falling back to fetch keepalive.
  *   Body {"apiKey", "experiment", "phase", "page", "metrics": [{"name",
  *   "value", "rating", "id", "navigation_type"}]}, at most 20 metrics per
  *   beacon. Sent on visibilitychange to hidden and on pagehide; a metric is
- *   sent again only when its value changed since the last send.
+ *   sent again only when its value changed since the last send. Nothing is
+ *   sent while the page is in no experiment (experiment null, or the
+ *   context not fetched yet); the metrics are still measured.
  *
- * Faultline.flush()   sends changed metrics now; true if a beacon was queued.
+ * Faultline.flush()   sends changed metrics now; true if a beacon was queued
+ *                     (false too when the page is in no experiment).
  * Faultline.vitals()  {LCP: {value, rating} | null, CLS: ..., INP: ...}.
  *
  * Nothing here throws into the page; without PerformanceObserver the
@@ -62,6 +74,7 @@
 
   var config = null; // {apiKey, endpoint}
   var context = {experiment: null, phase: null};
+  var contextSeq = 0; // the latest context request; older answers are ignored
   var initPromise = null;
   var started = false;
 
@@ -71,6 +84,7 @@
 
   var metrics = {}; // name -> metric record
   var observers = []; // {po, handle}
+  var restoreHandlers = []; // called on a back/forward-cache restore
 
   function warn() {
     try {
@@ -171,6 +185,26 @@
 
   function beforeHidden(entry) {
     return entry.startTime < firstHiddenTime;
+  }
+
+  // As web-vitals: after a back/forward-cache restore, in a task of its own
+  // (the visibility state may still be changing), the page counts as never
+  // hidden unless it is hidden now.
+  function resetHiddenTime() {
+    var doc = global.document;
+    firstHiddenTime = doc.visibilityState === 'hidden' && !doc.prerendering ? 0 : Infinity;
+  }
+
+  function doubleRAF(cb) {
+    if (typeof global.requestAnimationFrame !== 'function') {
+      global.setTimeout(cb, 0);
+      return;
+    }
+    global.requestAnimationFrame(
+      safe(function () {
+        global.requestAnimationFrame(cb);
+      })
+    );
   }
 
   // ---- metric records --------------------------------------------------
@@ -300,6 +334,19 @@
     for (var i = 0; i < inputTypes.length; i++) {
       global.addEventListener(inputTypes[i], onInput, true);
     }
+    // As web-vitals: the restored page's LCP is the time from the restore
+    // to the second animation frame after it, final at once.
+    restoreHandlers.push(function (event) {
+      finalize();
+      var restored = newMetric('LCP');
+      m = restored;
+      var restoredAt = event && typeof event.timeStamp === 'number' ? event.timeStamp : global.performance.now();
+      doubleRAF(
+        safe(function () {
+          setValue(restored, Math.max(global.performance.now() - restoredAt, 0));
+        })
+      );
+    });
     return {finalize: safe(finalize)};
   }
 
@@ -315,7 +362,8 @@
     function handle(entries) {
       for (var i = 0; i < entries.length; i++) {
         var e = entries[i];
-        if (e.hadRecentInput || !beforeHidden(e)) continue;
+        // The whole life of the page: shifts while or after it was hidden count.
+        if (e.hadRecentInput) continue;
         if (
           sessionValue &&
           sessionFirst !== null &&
@@ -361,6 +409,14 @@
       hadFCP = true;
       m.hasValue = true;
     }
+    // As web-vitals: the restored page's CLS starts again at 0.
+    restoreHandlers.push(function () {
+      sessionValue = 0;
+      sessionFirst = null;
+      sessionLast = null;
+      m = newMetric('CLS');
+      if (hadFCP) m.hasValue = true;
+    });
   }
 
   // ---- INP -------------------------------------------------------------
@@ -371,56 +427,93 @@
     var m = newMetric('INP');
     var longest = []; // [{id, latency}], sorted by latency, descending
     var byId = {};
-    var seen = {};
-    var seenCount = 0;
+    var countBefore = 0; // interactions before the last back/forward-cache restore
+
+    // Without performance.interactionCount, web-vitals' polyfill: every
+    // event entry (durationThreshold 0) with an interactionId; Chromium
+    // numbers interactions 7 apart, so count ~ (max - min) / 7 + 1.
+    var polyfill = null;
+    var minId = Infinity;
+    var maxId = 0;
+    var estimate = 0;
+    if (!('interactionCount' in global.performance)) {
+      // Observed before INP's own entries, so takeAllRecords() updates the
+      // count first.
+      polyfill = observe(
+        ['event'],
+        function (entries) {
+          for (var i = 0; i < entries.length; i++) {
+            var id = entries[i].interactionId;
+            if (!id) continue;
+            if (id < minId) minId = id;
+            if (id > maxId) maxId = id;
+            estimate = maxId ? (maxId - minId) / 7 + 1 : 0;
+          }
+          update();
+        },
+        {durationThreshold: 0}
+      );
+    }
 
     function interactionCount() {
+      if (polyfill) return estimate;
       var n = global.performance.interactionCount;
-      return typeof n === 'number' ? n : seenCount;
+      return typeof n === 'number' ? n : 0;
     }
 
     function handle(entries) {
-      var changed = false;
       for (var i = 0; i < entries.length; i++) {
+        // The whole life of the page: interactions after it was hidden count.
         var e = entries[i];
         var id = e.interactionId;
-        if (!id || !beforeHidden(e)) continue;
-        if (!seen[id]) {
-          seen[id] = true;
-          seenCount++;
-        }
+        if (!id) continue;
         var existing = byId[id];
         var minLongest = longest[longest.length - 1];
         if (existing) {
-          if (e.duration > existing.latency) {
-            existing.latency = e.duration;
-            changed = true;
-          }
+          if (e.duration > existing.latency) existing.latency = e.duration;
         } else if (longest.length < MAX_INTERACTIONS || e.duration > minLongest.latency) {
           var interaction = {id: id, latency: e.duration};
           byId[id] = interaction;
           longest.push(interaction);
-          changed = true;
+        } else {
+          continue;
         }
-        if (changed) {
-          longest.sort(function (a, b) {
-            return b.latency - a.latency;
-          });
-          var removed = longest.splice(MAX_INTERACTIONS);
-          for (var j = 0; j < removed.length; j++) delete byId[removed[j].id];
-        }
+        longest.sort(function (a, b) {
+          return b.latency - a.latency;
+        });
+        var removed = longest.splice(MAX_INTERACTIONS);
+        for (var j = 0; j < removed.length; j++) delete byId[removed[j].id];
       }
       update();
     }
 
     function update() {
       if (!longest.length) return;
-      var index = Math.min(longest.length - 1, Math.floor(interactionCount() / 50));
+      var count = Math.max(0, interactionCount() - countBefore);
+      var index = Math.min(longest.length - 1, Math.floor(count / 50));
       setValue(m, longest[index].latency);
     }
 
     var rec = observe(['event', 'first-input'], handle, {durationThreshold: 40});
-    if (!rec) delete metrics.INP;
+    if (!rec) {
+      delete metrics.INP;
+      if (polyfill) {
+        try {
+          polyfill.po.disconnect();
+        } catch (e) {
+          /* ignore */
+        }
+        polyfill.active = false;
+      }
+      return;
+    }
+    // As web-vitals: the restored page's INP counts only its own interactions.
+    restoreHandlers.push(function () {
+      countBefore = interactionCount();
+      longest = [];
+      byId = {};
+      m = newMetric('INP');
+    });
   }
 
   // ---- reporting -------------------------------------------------------
@@ -470,6 +563,9 @@
   function flush() {
     if (!started || !config) return false;
     takeAllRecords();
+    // The page is in no experiment (or its context is not known yet): the
+    // host would refuse the report. Unsent metrics go at a later flush.
+    if (context.experiment === null || context.experiment === undefined) return false;
     var pending = [];
     var names = ['LCP', 'CLS', 'INP'];
     for (var i = 0; i < names.length; i++) {
@@ -502,6 +598,7 @@
   // ---- start-up --------------------------------------------------------
 
   function fetchContext() {
+    var seq = ++contextSeq;
     if (typeof global.fetch !== 'function') return Promise.resolve();
     var url =
       config.endpoint + '/collector/context?page=' + encodeURIComponent(String(global.location.href));
@@ -535,6 +632,7 @@
         return res.json();
       })
       .then(function (ctx) {
+        if (seq !== contextSeq) return; // a newer request (bfcache restore) decides
         if (ctx && typeof ctx === 'object') {
           context = {
             experiment: ctx.experiment === undefined || ctx.experiment === null ? null : String(ctx.experiment),
@@ -543,6 +641,7 @@
         }
       })
       ['catch'](function (e) {
+        if (seq !== contextSeq) return;
         context = {experiment: null, phase: null};
         warn('Faultline: could not fetch the experiment context:', e && e.message ? e.message : e);
       })
@@ -586,6 +685,32 @@
       true
     );
     global.addEventListener('pagehide', onHidden, true);
+    global.addEventListener(
+      'pageshow',
+      safe(function (event) {
+        if (!event || !event.persisted) return;
+        // Restored from the back/forward cache: new metrics for it.
+        navigationType = 'back-forward-cache';
+        global.setTimeout(safe(resetHiddenTime), 0);
+        for (var i = 0; i < restoreHandlers.length; i++) {
+          try {
+            restoreHandlers[i](event);
+          } catch (e) {
+            warn('Faultline collector:', e);
+          }
+        }
+      }),
+      true
+    );
+  }
+
+  // On a back/forward-cache restore the page may be in another experiment
+  // (or phase, or none) than when it was left: ask again. Until the answer,
+  // nothing is sent.
+  function onRestoreContext(event) {
+    if (!event || !event.persisted || !config) return;
+    context = {experiment: null, phase: null};
+    fetchContext();
   }
 
   function init(options) {
@@ -616,6 +741,7 @@
             begin();
           }
         }
+        global.addEventListener('pageshow', safe(onRestoreContext), true);
         fetchContext().then(resolve, resolve);
       } catch (e) {
         warn('Faultline.init:', e);

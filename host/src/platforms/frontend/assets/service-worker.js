@@ -27,20 +27,32 @@
  * Rules feed: GET <rules>?site=<encoded self.location.origin>, header
  * x-api-key when the key is not empty. Answer {"experiment", "phase",
  * "poll_ms", "rules": [{"id", "methods", "path", "probability",
- * "expires_at", "action"}]}; action is {"kind": "delay", "ms", "jitter_ms"},
- * {"kind": "status", "status"}, {"kind": "reset"} or {"kind": "throttle",
- * "kbps"}. Rules are refreshed when older than poll_ms (default 1000); a
- * request waits at most 500 ms for a refresh. A rule is dropped once its
- * expires_at (epoch ms) has passed, whether or not the feed answers.
+ * "expires_at", "expires_in_ms", "action"}]}; action is {"kind": "delay",
+ * "ms", "jitter_ms"}, {"kind": "status", "status"}, {"kind": "reset"} or
+ * {"kind": "throttle", "kbps"}.
+ *
+ * Refreshes: the feed is asked again poll_ms (default 1000) after its last
+ * answer; each request for it gives up after 3 s. After a failed refresh
+ * the next waits poll_ms, then twice as long after each further failure
+ * (at most 30 s); a success resets that. An answer 401 or 403 (the key was
+ * revoked) drops every rule at once. A refresh runs in the background: a
+ * request is decided at once with the rules the worker holds, except while
+ * the worker has no feed yet (first load) and no refresh has failed: then
+ * it waits for the refresh, at most 500 ms.
+ *
+ * Expiry: a rule ends expires_in_ms (milliseconds from the host's answer)
+ * after the worker received it, so a skewed clock on either side does not
+ * matter; without a valid expires_in_ms, at expires_at (epoch ms). Rules
+ * end by themselves whether or not the feed answers.
  *
  * Faults apply only to same-origin requests, never to /__faultline/*,
  * /faultline-sw.js, the rules feed or the Faultline endpoint's origin (when
  * that endpoint is this very origin: never to /collector.js, /collector/*).
  * Of the live rules matching the method and path, in feed order, the first
  * whose probability draw (Math.random() < probability) succeeds applies.
- * When the rules are fresh, an unmatched request is not intercepted; when a
- * refresh is due the worker must answer the request itself (respondWith is
- * synchronous), and passes an unmatched request on with fetch(request).
+ * An unmatched request is not intercepted, except one that waited for the
+ * first feed: the worker answers it itself (respondWith is synchronous) and
+ * passes it on with fetch(request).
  * Keepalive requests that get no fault (navigator.sendBeacon, fetch with
  * keepalive, e.g. the collector's beacons) are always forwarded by the worker
  * with fetch(request): Chromium drops a keepalive request that a fetch
@@ -55,8 +67,9 @@
   }
 
   var REFRESH_WAIT_MS = 500;
-  var FEED_TIMEOUT_MS = 5000;
+  var FEED_TIMEOUT_MS = 3000;
   var DEFAULT_POLL_MS = 1000;
+  var MAX_BACKOFF_MS = 30000;
   var THROTTLE_TICK_MS = 100;
 
   var selfOrigin = self.location.origin;
@@ -76,8 +89,10 @@
 
   var rules = []; // validated rules
   var pollMs = DEFAULT_POLL_MS;
-  var lastAttempt = 0; // Date.now() of the last feed request (success or not)
-  var inflight = null; // Promise of the running refresh
+  var hasFeed = false; // a refresh has succeeded
+  var failures = 0; // refreshes failed since the last success
+  var nextRefreshAt = 0; // Date.now() from which the next refresh may start
+  var inflight = null; // Promise of the running refresh (never rejects)
 
   self.addEventListener('install', function () {
     try {
@@ -109,11 +124,21 @@
     return new RegExp('^' + parts.join('.*') + '$');
   }
 
-  function validRule(r) {
+  // A feed rule as the worker holds it, or null. receivedAt: Date.now()
+  // when the feed's answer arrived; the rule ends expires_in_ms after it
+  // (the host's and this machine's clocks may disagree), else at expires_at.
+  function validRule(r, receivedAt) {
     if (!r || typeof r !== 'object') return null;
     var a = r.action;
     if (!a || typeof a !== 'object') return null;
-    if (typeof r.expires_at !== 'number' || !isFinite(r.expires_at)) return null;
+    var expiresAt;
+    if (typeof r.expires_in_ms === 'number' && isFinite(r.expires_in_ms) && r.expires_in_ms >= 0) {
+      expiresAt = receivedAt + r.expires_in_ms;
+    } else if (typeof r.expires_at === 'number' && isFinite(r.expires_at)) {
+      expiresAt = r.expires_at;
+    } else {
+      return null;
+    }
     var action;
     if (a.kind === 'delay') {
       var ms = Number(a.ms) || 0;
@@ -143,25 +168,53 @@
       methods: methods,
       path: globToRegExp(typeof r.path === 'string' && r.path ? r.path : '*'),
       probability: probability,
-      expires_at: r.expires_at,
+      expires_at: expiresAt, // local: Date.now() of this worker
       action: action
     };
   }
 
+  // Starts a refresh of the rules unless one is running; returns its
+  // Promise, which never rejects.
   function refresh() {
     if (inflight) return inflight;
-    lastAttempt = Date.now();
-    var controller = typeof AbortController === 'function' ? new AbortController() : null;
+    var controller = null;
+    try {
+      controller = typeof AbortController === 'function' ? new AbortController() : null;
+    } catch (e) {
+      controller = null;
+    }
     var timer = controller
       ? setTimeout(function () {
-          controller.abort();
+          try {
+            controller.abort();
+          } catch (e) {
+            /* ignore */
+          }
         }, FEED_TIMEOUT_MS)
       : null;
     var init = {method: 'GET', cache: 'no-store', credentials: 'omit', headers: {}};
     if (key) init.headers['x-api-key'] = key;
     if (controller) init.signal = controller.signal;
-    inflight = fetch(feedUrl.href, init)
+    var receivedAt = 0;
+    var failed = function () {
+      // Keep the last rules (each still ends by itself); back off.
+      failures++;
+      var wait = Math.min(MAX_BACKOFF_MS, pollMs * Math.pow(2, Math.min(failures - 1, 20)));
+      nextRefreshAt = Date.now() + wait;
+    };
+    var p;
+    try {
+      p = fetch(feedUrl.href, init);
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    inflight = p
       .then(function (res) {
+        receivedAt = Date.now();
+        if (res.status === 401 || res.status === 403) {
+          // The key was revoked: no rule applies any more.
+          rules = [];
+        }
         if (!res.ok) throw new Error('rules feed answered HTTP ' + res.status);
         return res.json();
       })
@@ -169,16 +222,22 @@
         var next = [];
         var list = feed && Array.isArray(feed.rules) ? feed.rules : [];
         for (var i = 0; i < list.length; i++) {
-          var r = validRule(list[i]);
+          var r = validRule(list[i], receivedAt);
           if (r) next.push(r);
         }
         rules = next;
-        var p = Number(feed && feed.poll_ms);
-        pollMs = p > 0 ? Math.max(100, p) : DEFAULT_POLL_MS;
-        lastAttempt = Date.now();
+        var poll = Number(feed && feed.poll_ms);
+        pollMs = poll > 0 ? Math.max(100, poll) : DEFAULT_POLL_MS;
+        hasFeed = true;
+        failures = 0;
+        nextRefreshAt = Date.now() + pollMs;
       })
-      .catch(function () {
-        // Keep the last rules; each still ends at its expires_at.
+      ['catch'](function () {
+        try {
+          failed();
+        } catch (e) {
+          /* ignore */
+        }
       })
       .then(function () {
         if (timer !== null) clearTimeout(timer);
@@ -187,8 +246,16 @@
     return inflight;
   }
 
-  function stale() {
-    return inflight !== null || Date.now() - lastAttempt >= pollMs;
+  // Starts a refresh when one is due; returns the running refresh or null.
+  function refreshIfDue() {
+    if (!inflight && Date.now() >= nextRefreshAt) refresh();
+    return inflight;
+  }
+
+  // Whether a request should wait for the running refresh: only before the
+  // first feed, and only while no refresh has failed.
+  function firstLoad() {
+    return !hasFeed && failures === 0 && inflight !== null;
   }
 
   function eligible(request) {
@@ -316,6 +383,16 @@
     if (request.keepalive === true) event.respondWith(fetch(request));
   }
 
+  // Keeps the worker alive until the refresh ends (it never rejects).
+  function keepAlive(event, refreshing) {
+    if (!refreshing) return;
+    try {
+      event.waitUntil(refreshing);
+    } catch (e) {
+      /* ignore */
+    }
+  }
+
   self.addEventListener('fetch', function (event) {
     var request = event.request;
     try {
@@ -323,8 +400,11 @@
         passOn(event, request);
         return;
       }
-      if (!stale()) {
-        // Fresh rules: decide now; an unmatched request is not intercepted.
+      var refreshing = refreshIfDue();
+      if (!firstLoad()) {
+        // Decide now with the rules held; the refresh (if any) runs in the
+        // background. An unmatched request is not intercepted.
+        keepAlive(event, refreshing);
         var rule = pick(request);
         if (!rule) {
           passOn(event, request);
@@ -334,27 +414,26 @@
         event.respondWith(Promise.resolve(apply(rule, request)));
         return;
       }
-      // Stale rules: respondWith must be called now, so the request waits
-      // (at most REFRESH_WAIT_MS) for the refresh, then is faulted or passed
+      // First load: respondWith must be called now, so the request waits (at
+      // most REFRESH_WAIT_MS) for the first feed, then is faulted or passed
       // through with fetch().
-      var refreshed = refresh();
       event.respondWith(
-        Promise.race([refreshed, sleep(REFRESH_WAIT_MS)])
-          .then(function () {
-            var r = null;
-            try {
-              r = pick(request);
-            } catch (e) {
-              r = null;
-            }
-            if (!r) return fetch(request);
-            try {
-              return apply(r, request);
-            } catch (e) {
-              return fetch(request);
-            }
-          })
+        Promise.race([refreshing, sleep(REFRESH_WAIT_MS)]).then(function () {
+          var r = null;
+          try {
+            r = pick(request);
+          } catch (e) {
+            r = null;
+          }
+          if (!r) return fetch(request);
+          try {
+            return apply(r, request);
+          } catch (e) {
+            return fetch(request);
+          }
+        })
       );
+      keepAlive(event, refreshing);
     } catch (e) {
       // Never break the page: an unexpected failure passes the request on.
     }
