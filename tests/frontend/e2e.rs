@@ -148,7 +148,8 @@ async fn service_worker_experiment(worker: &str) {
     let ended = host.api.wait_status("frontend", &id, 60, |s| s["state"] != "running").await;
     assert_eq!(ended["state"], "completed", "{ended}");
     let metrics = host.api.get(&format!("/experiments/frontend/metrics?id={id}")).await.body;
-    assert!(p75(&metrics, "injecting", "LCP") >= p75(&metrics, "baseline", "LCP") + 1000.0, "{metrics}");
+    // The image waits for /api/items, held 1.2 s: LCP moves by most of that.
+    assert!(p75(&metrics, "injecting", "LCP") >= p75(&metrics, "baseline", "LCP") + 800.0, "{metrics}");
     // The proxy passed the traffic untouched: the worker delayed it.
     if worker == "proxy" {
         let proxied = metrics["web"]["phases"]["injecting"]["traffic"]["latency_ms"]["p99"].as_f64().unwrap();

@@ -267,14 +267,16 @@
     }
   }
 
-  // Hands every pending (not yet delivered) entry to its handler.
+  // Hands every pending (not yet delivered) entry to its handler; each
+  // handler runs, with no entries if none are pending, so that a value that
+  // depends on more than its entries (INP on the interaction count) is
+  // brought up to date, as web-vitals does when the page is hidden.
   function takeAllRecords() {
     for (var i = 0; i < observers.length; i++) {
       var rec = observers[i];
       if (!rec.active) continue;
       try {
-        var entries = rec.po.takeRecords();
-        if (entries && entries.length) rec.handle(entries);
+        rec.handle(rec.po.takeRecords() || []);
       } catch (e) {
         /* ignore */
       }
