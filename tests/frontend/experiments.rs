@@ -248,3 +248,44 @@ async fn a_shutdown_mid_run_rolls_back_and_closes_the_listener() {
     assert_eq!(status["resources"][0]["state"], "released", "{status}");
     assert_eq!(status["targets"][0]["injection"], "reverted", "{status}");
 }
+
+#[tokio::test]
+async fn http_abort_cuts_connections_and_bandwidth_throttle_slows_bodies_and_both_revert_cleanly() {
+    let app = WebApp::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &[]);
+    let client = client();
+
+    let abort = host
+        .api
+        .start("frontend", &json!({"fault_type": "http_abort", "targets": [app.url("/api/items")], "intensity": 100, "ramp": false,
+                                    "phases": phases(0.5, 3.0, 0.5)}))
+        .await;
+    let (id, proxy) = (abort["id"].as_str().unwrap().to_string(), listener(&abort));
+    host.api.wait_status("frontend", &id, 30, |s| s["targets"][0]["injection"] == "active").await;
+    let cut = client.get(format!("{proxy}/api/items")).send().await;
+    assert!(cut.is_err(), "the connection is cut without an answer: {cut:?}");
+    assert_eq!(timed(&client, &format!("{proxy}/")).await.0, 200, "other routes pass");
+    let ended = host.api.wait_status("frontend", &id, 60, |s| s["state"] != "running").await;
+    assert_eq!(ended["targets"][0]["injection"], "reverted", "{ended}");
+
+    // 256 kbit/s is 32 KiB/s: the app's 40 KiB image takes over a second.
+    let size = client.get(app.url("/hero.svg")).send().await.unwrap().bytes().await.unwrap().len();
+    assert!(size > 32 * 1024, "the image is {size} bytes");
+    let throttle = host
+        .api
+        .start("frontend", &json!({"fault_type": "bandwidth_throttle", "targets": [app.origin()], "params": {"rate_kbit": 256},
+                                    "phases": phases(0.5, 6.0, 0.5)}))
+        .await;
+    let (id, proxy) = (throttle["id"].as_str().unwrap().to_string(), listener(&throttle));
+    host.api.wait_status("frontend", &id, 30, |s| s["targets"][0]["injection"] == "active").await;
+    let started = Instant::now();
+    let body = client.get(format!("{proxy}/hero.svg")).send().await.unwrap().bytes().await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(body.len(), size, "the whole body arrives");
+    let floor = Duration::from_secs_f64((size - 32 * 1024) as f64 / (32.0 * 1024.0));
+    assert!(took >= floor, "{size} bytes at 32 KiB/s took {took:?}");
+    let ended = host.api.wait_status("frontend", &id, 60, |s| s["state"] != "running").await;
+    assert_eq!(ended["state"], "completed", "{ended}");
+    assert!(refuses_connections(&proxy).await);
+}
