@@ -603,7 +603,7 @@ fn main() {
     println!("\nFaultline's fault proxy beside nginx and HAProxy; wrk -t1 on /hello (5 bytes) of a hyper origin.");
     println!("Medians of {rounds} runs per cell ({seconds} s flat out, {} s otherwise), after {WARM_UP_SECONDS} s of warm-up.", seconds / 2);
     println!("Latencies in µs; +p50 / +p99: over the direct connection's. CPU/req: µs on a core per request, of the");
-    println!("proxy's process or runtime threads and of the origin's process. New conns: the origin accepted, all runs.");
+    println!("proxy's process or runtime threads and of the origin's process. New conns: the origin accepted, per run.");
     for load in Load::ALL {
         println!("\n{}\n", load.title());
         let (base50, base99) = (targets[0].median(load, |r| r.p50), targets[0].median(load, |r| r.p99));
@@ -625,7 +625,7 @@ fn main() {
                     format!("{lows:.0}-{highs:.0}"),
                     if i == 0 { "-".into() } else { format!("{:.1}", t.median(load, |r| r.proxy_cpu)) },
                     format!("{:.1}", t.median(load, |r| r.origin_cpu)),
-                    t.runs(load).map(|r| r.origin_connections).sum::<usize>().to_string(),
+                    format!("{:.0}", t.median(load, |r| r.origin_connections as f64)),
                 ]
             })
             .collect();
