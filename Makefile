@@ -44,7 +44,7 @@ bench-backend: setup test-tools
 	$(CARGO) bench -p faultline-tests --bench backend_faults
 
 # The fault proxy beside a direct connection, nginx and HAProxy, driven by
-# wrk (Debian packages; nginx-light is enough). About seven minutes.
+# wrk (Debian packages; nginx-light is enough). About eight minutes.
 bench-tools:
 	@command -v wrk >/dev/null && { command -v nginx || test -x /usr/sbin/nginx; } >/dev/null && \
 		{ command -v haproxy || test -x /usr/sbin/haproxy; } >/dev/null || \
