@@ -12,7 +12,7 @@ ARGS ?=
 PYTHON ?= python3
 SCHEMATHESIS_VERSION = 4.32.5
 
-.PHONY: setup run test test-tools bench bench-backend
+.PHONY: setup run test test-tools bench bench-backend bench-tools bench-frontend
 
 # Idempotent: rustup does nothing when the target is installed.
 setup:
@@ -42,3 +42,13 @@ bench: setup
 # Backend faults on 1, 10 and 50 real containers beside raw Docker (a few minutes).
 bench-backend: setup test-tools
 	$(CARGO) bench -p faultline-tests --bench backend_faults
+
+# The fault proxy beside a direct connection, nginx and HAProxy, driven by
+# wrk (Debian packages; nginx-light is enough). About eight minutes.
+bench-tools:
+	@command -v wrk >/dev/null && { command -v nginx || test -x /usr/sbin/nginx; } >/dev/null && \
+		{ command -v haproxy || test -x /usr/sbin/haproxy; } >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq wrk nginx-light haproxy >/dev/null; }
+
+bench-frontend: setup bench-tools
+	$(CARGO) bench -p faultline-tests --bench frontend_proxy
