@@ -29,6 +29,19 @@ async fn timed(client: &reqwest::Client, url: &str) -> (u16, Duration) {
     }
 }
 
+/// The test app and a host in a data directory of its own.
+async fn app_and_host() -> (WebApp, HostProcess, tempfile::TempDir) {
+    let app = WebApp::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let host = HostProcess::start(dir.path(), &[]);
+    (app, host, dir)
+}
+
+/// The id and listener address of a start answer.
+fn begun(started: &Value) -> (String, String) {
+    (started["id"].as_str().unwrap().to_string(), listener(started))
+}
+
 /// The listener's address from a start or status answer.
 fn listener(body: &Value) -> String {
     body["resources"][0]["address"].as_str().unwrap_or_else(|| panic!("no listener in {body}")).to_string()
@@ -41,13 +54,10 @@ async fn refuses_connections(address: &str) -> bool {
 
 #[tokio::test]
 async fn an_http_latency_experiment_delays_through_the_listener_only_while_injecting_and_leaves_nothing() {
-    let app = WebApp::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostProcess::start(dir.path(), &[]);
+    let (app, host, _dir) = app_and_host().await;
     let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 1500, "ramp": false,
                     "phases": phases(3.0, 4.0, 3.0)})).await;
-    let id = started["id"].as_str().unwrap().to_string();
-    let proxy = listener(&started);
+    let (id, proxy) = begun(&started);
     assert_eq!(started["resources"][0]["kind"], "proxy_listener");
     assert_eq!(started["resources"][0]["target"], app.origin());
     let client = client();
@@ -76,14 +86,11 @@ async fn an_http_latency_experiment_delays_through_the_listener_only_while_injec
 
 #[tokio::test]
 async fn http_errors_show_in_the_metrics_and_the_score_and_only_on_the_route() {
-    let app = WebApp::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostProcess::start(dir.path(), &[]);
+    let (app, host, _dir) = app_and_host().await;
     let route = app.url("/api/items");
     let started = host.api.start("frontend", &json!({"fault_type": "http_error", "targets": [route], "intensity": 100, "ramp": false,
                     "params": {"status": 502}, "phases": phases(2.0, 4.0, 2.0)})).await;
-    let id = started["id"].as_str().unwrap().to_string();
-    let proxy = listener(&started);
+    let (id, proxy) = begun(&started);
     host.api.wait_status("frontend", &id, 30, |s| s["targets"][0]["injection"] == "active").await;
     let client = client();
     let hits_before = app.hits("/api/items");
@@ -102,12 +109,9 @@ async fn http_errors_show_in_the_metrics_and_the_score_and_only_on_the_route() {
 
 #[tokio::test]
 async fn the_app_going_away_mid_experiment_ends_it_cleanly() {
-    let mut app = WebApp::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostProcess::start(dir.path(), &[]);
+    let (mut app, host, _dir) = app_and_host().await;
     let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 200, "phases": phases(1.0, 4.0, 2.0)})).await;
-    let id = started["id"].as_str().unwrap().to_string();
-    let proxy = listener(&started);
+    let (id, proxy) = begun(&started);
     host.api.wait_status("frontend", &id, 30, |s| s["phase"] == "injecting").await;
     app.stop().await;
     let (status, took) = timed(&client(), &format!("{proxy}/api/items")).await;
@@ -127,13 +131,10 @@ async fn the_app_going_away_mid_experiment_ends_it_cleanly() {
 
 #[tokio::test]
 async fn a_stop_and_a_host_crash_release_the_listener() {
-    let app = WebApp::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostProcess::start(dir.path(), &[]);
+    let (app, host, dir) = app_and_host().await;
     let request = json!({"fault_type": "http_abort", "targets": [app.origin()], "intensity": 100, "phases": phases(0.5, 600.0, 1.0)});
     let started = host.api.start("frontend", &request).await;
-    let id = started["id"].as_str().unwrap().to_string();
-    let proxy = listener(&started);
+    let (id, proxy) = begun(&started);
     let stopped = host.api.stop("frontend", &id).await;
     assert_eq!(stopped.status, 200);
     assert_eq!(stopped.body["state"], "stopped");
@@ -143,8 +144,7 @@ async fn a_stop_and_a_host_crash_release_the_listener() {
     // A host killed mid-run: its listener dies with it, and the next start
     // closes the journal and the experiment.
     let started = host.api.start("frontend", &request).await;
-    let id = started["id"].as_str().unwrap().to_string();
-    let proxy = listener(&started);
+    let (id, proxy) = begun(&started);
     host.api.wait_status("frontend", &id, 30, |s| s["phase"] == "injecting" || s["state"] != "running").await;
     let key = host.api.key.clone();
     host.kill9();
@@ -159,9 +159,7 @@ async fn a_stop_and_a_host_crash_release_the_listener() {
 
 #[tokio::test]
 async fn bad_frontend_starts_are_refused_with_their_codes_and_nothing_opens() {
-    let app = WebApp::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostProcess::start(dir.path(), &[]);
+    let (app, host, _dir) = app_and_host().await;
     let start = |body: Value| {
         let api = host.api.clone();
         async move { api.post_json("/experiments/frontend/start", &body).await }
@@ -199,9 +197,7 @@ async fn bad_frontend_starts_are_refused_with_their_codes_and_nothing_opens() {
 
 #[tokio::test]
 async fn an_operator_chosen_address_is_where_the_proxy_listens() {
-    let app = WebApp::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostProcess::start(dir.path(), &[]);
+    let (app, host, _dir) = app_and_host().await;
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [app.origin()], "duration_seconds": 3,
                     "proxy_listen": {app.origin(): free.to_string()}})).await;
@@ -213,9 +209,7 @@ async fn an_operator_chosen_address_is_where_the_proxy_listens() {
 
 #[tokio::test]
 async fn adaptive_latency_backs_off_on_what_the_proxy_sees() {
-    let app = WebApp::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostProcess::start(dir.path(), &[]);
+    let (app, host, _dir) = app_and_host().await;
     let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 3000, "adaptive": true,
                     "tolerance": 0.2, "phases": phases(2.0, 8.0, 2.0)})).await;
     let id = started["id"].as_str().unwrap();
@@ -230,13 +224,10 @@ async fn adaptive_latency_backs_off_on_what_the_proxy_sees() {
 
 #[tokio::test]
 async fn a_shutdown_mid_run_rolls_back_and_closes_the_listener() {
-    let app = WebApp::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostProcess::start(dir.path(), &[]);
+    let (app, host, dir) = app_and_host().await;
     let request = json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 300, "phases": phases(0.5, 600.0, 1.0)});
     let started = host.api.start("frontend", &request).await;
-    let id = started["id"].as_str().unwrap().to_string();
-    let proxy = listener(&started);
+    let (id, proxy) = begun(&started);
     host.api.wait_status("frontend", &id, 30, |s| s["targets"][0]["injection"] == "active").await;
     let key = host.api.key.clone();
     assert!(host.terminate().success(), "SIGTERM ends the host cleanly");
@@ -251,9 +242,7 @@ async fn a_shutdown_mid_run_rolls_back_and_closes_the_listener() {
 
 #[tokio::test]
 async fn http_abort_cuts_connections_and_bandwidth_throttle_slows_bodies_and_both_revert_cleanly() {
-    let app = WebApp::start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = HostProcess::start(dir.path(), &[]);
+    let (app, host, _dir) = app_and_host().await;
     let client = client();
 
     let abort = host
@@ -261,7 +250,7 @@ async fn http_abort_cuts_connections_and_bandwidth_throttle_slows_bodies_and_bot
         .start("frontend", &json!({"fault_type": "http_abort", "targets": [app.url("/api/items")], "intensity": 100, "ramp": false,
                                     "phases": phases(0.5, 3.0, 0.5)}))
         .await;
-    let (id, proxy) = (abort["id"].as_str().unwrap().to_string(), listener(&abort));
+    let (id, proxy) = begun(&abort);
     host.api.wait_status("frontend", &id, 30, |s| s["targets"][0]["injection"] == "active").await;
     let cut = client.get(format!("{proxy}/api/items")).send().await;
     assert!(cut.is_err(), "the connection is cut without an answer: {cut:?}");
@@ -277,7 +266,7 @@ async fn http_abort_cuts_connections_and_bandwidth_throttle_slows_bodies_and_bot
         .start("frontend", &json!({"fault_type": "bandwidth_throttle", "targets": [app.origin()], "params": {"rate_kbit": 256},
                                     "phases": phases(0.5, 6.0, 0.5)}))
         .await;
-    let (id, proxy) = (throttle["id"].as_str().unwrap().to_string(), listener(&throttle));
+    let (id, proxy) = begun(&throttle);
     host.api.wait_status("frontend", &id, 30, |s| s["targets"][0]["injection"] == "active").await;
     let started = Instant::now();
     let body = client.get(format!("{proxy}/hero.svg")).send().await.unwrap().bytes().await.unwrap();
