@@ -278,3 +278,26 @@ async fn http_abort_cuts_connections_and_bandwidth_throttle_slows_bodies_and_bot
     assert_eq!(ended["state"], "completed", "{ended}");
     assert!(refuses_connections(&proxy).await);
 }
+
+#[tokio::test]
+async fn an_app_that_restarts_mid_experiment_is_served_again_through_the_listener() {
+    let (mut app, host, _dir) = app_and_host().await;
+    let started = host.api.start("frontend", &json!({"fault_type": "http_latency", "targets": [app.origin()], "intensity": 100,
+                                                      "phases": phases(1.0, 6.0, 3.0)})).await;
+    let (id, proxy) = begun(&started);
+    host.api.wait_status("frontend", &id, 30, |s| s["phase"] == "injecting").await;
+    app.stop().await;
+    assert_eq!(timed(&client(), &format!("{proxy}/api/items")).await.0, 502);
+    app.restart().await;
+    // Back on its port: the listener reaches it again, with the fault still applied.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while timed(&client(), &format!("{proxy}/api/items")).await.0 != 200 {
+        assert!(Instant::now() < deadline, "the restarted app is not reached through the listener");
+    }
+    let ended = host.api.wait_status("frontend", &id, 60, |s| s["state"] != "running").await;
+    assert_eq!(ended["state"], "completed", "{ended}");
+    assert_eq!(ended["resources"][0]["state"], "released", "{ended}");
+    let metrics = host.api.get(&format!("/experiments/frontend/metrics?id={id}")).await.body;
+    assert_eq!(metrics["phases"]["recovering"]["health"]["max"], 1.0, "health came back: {metrics}");
+    assert!(refuses_connections(&proxy).await);
+}
