@@ -211,10 +211,10 @@ async fn an_android_start_takes_the_spec_fields_and_no_other_platform_does() {
     let dir = tempfile::tempdir().unwrap();
     let host = InProcessHost::start(dir.path(), Options::default()).await;
     let android = start_body(json!({
-        "duration": null, "duration_seconds": 3, "targets": ["com.example.shop"],
+        "duration": null, "duration_seconds": 10, "targets": ["com.example.shop"],
         "target_type": "android", "observation_type": "android", "apk": "shop-1.4.2",
         "android_run": {"avd_name": "Pixel_6_API_34", "headless": true, "reset_app_state": true},
-        "scenarios": [{"type": "kill_app", "at": 1, "duration_seconds": 1}],
+        "scenarios": [{"type": "test_steady", "at": 8, "duration_seconds": 2}],
         "expected": {"running": true, "not_crash": true, "not_anr": true, "should_recover": true},
     }));
     // Every check passes; the Android platform is not served by this host.
@@ -225,10 +225,10 @@ async fn an_android_start_takes_the_spec_fields_and_no_other_platform_does() {
         (json!({"apk": " "}), "invalid_field"),
         (json!({"android_run": {"avd_name": ""}}), "invalid_field"),
         (json!({"android_run": {"gpu": "host"}}), "unknown_field"),
-        (json!({"scenarios": [{"type": "kill_app", "at": 1, "duration_seconds": 0}]}), "invalid_field"),
-        (json!({"scenarios": [{"type": "", "at": 1, "duration_seconds": 1}]}), "invalid_field"),
-        (json!({"scenarios": [{"type": "kill_app", "at": -1, "duration_seconds": 1}]}), "invalid_field"),
-        (json!({"scenarios": [{"type": "kill_app", "duration_seconds": 1}]}), "missing_field"),
+        (json!({"scenarios": [{"type": "test_steady", "at": 8, "duration_seconds": 0}]}), "invalid_scenario"),
+        (json!({"scenarios": [{"type": "", "at": 1, "duration_seconds": 1}]}), "unknown_fault_type"),
+        (json!({"scenarios": [{"type": "test_steady", "at": -1, "duration_seconds": 1}]}), "invalid_field"),
+        (json!({"scenarios": [{"type": "test_steady", "duration_seconds": 1}]}), "missing_field"),
         (json!({"expected": {"fast": true}}), "unknown_field"),
         (json!({"colour": "red"}), "unknown_field"),
     ];

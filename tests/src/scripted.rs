@@ -24,8 +24,9 @@ pub struct Record {
 #[derive(Default)]
 pub struct RecordingLog {
     records: Mutex<Vec<Record>>,
-    /// Target id → level in effect, as the plugins' own records say.
-    in_effect: Mutex<BTreeMap<String, f64>>,
+    /// (plugin, target id) → level in effect, as the plugins' own records
+    /// say: a scenario's plugin and the primary one each have their own.
+    in_effect: Mutex<BTreeMap<(String, String), f64>>,
 }
 
 /// `target@level#nonce` → (target, level).
@@ -38,16 +39,17 @@ fn parse_token(token: &str) -> Option<(String, f64)> {
 impl LogSink for RecordingLog {
     fn write(&self, plugin: &str, experiment: Option<&str>, _level: Level, message: &str) {
         let mut in_effect = self.in_effect.lock().unwrap();
+        let key = |target: String| (plugin.to_string(), target);
         if let Some(token) = message.strip_prefix("inject ") {
             if let Some((target, level)) = parse_token(token) {
-                in_effect.insert(target, level);
+                in_effect.insert(key(target), level);
             }
         } else if let Some((_, new)) = message.strip_prefix("adjust ").and_then(|m| m.split_once(" -> ")) {
             if let Some((target, level)) = parse_token(new) {
-                in_effect.insert(target, level);
+                in_effect.insert(key(target), level);
             }
         } else if let Some((target, _)) = message.strip_prefix("revert ").and_then(parse_token) {
-            in_effect.remove(&target);
+            in_effect.remove(&key(target));
         }
         self.records.lock().unwrap().push(Record {
             plugin: plugin.into(),
@@ -71,9 +73,21 @@ impl RecordingLog {
             .collect()
     }
 
-    /// What the plugins' records say is still in effect, by target id.
+    /// What the plugins' records say is still in effect, by target id:
+    /// the highest level any plugin holds there.
     pub fn in_effect(&self) -> BTreeMap<String, f64> {
-        self.in_effect.lock().unwrap().clone()
+        let mut by_target = BTreeMap::new();
+        for ((_, target), level) in self.in_effect.lock().unwrap().iter() {
+            let held: &mut f64 = by_target.entry(target.clone()).or_insert(*level);
+            *held = held.max(*level);
+        }
+        by_target
+    }
+
+    /// What one plugin's records say is still in effect, by target id.
+    pub fn in_effect_of(&self, plugin: &str) -> BTreeMap<String, f64> {
+        let in_effect = self.in_effect.lock().unwrap();
+        in_effect.iter().filter(|((p, _), _)| p == plugin).map(|((_, t), l)| (t.clone(), *l)).collect()
     }
 }
 

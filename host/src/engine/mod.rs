@@ -9,6 +9,7 @@
 
 mod fan_out;
 pub mod guardrails;
+mod injector;
 pub mod intensity;
 pub mod plan;
 mod planner;
@@ -16,6 +17,7 @@ mod reconcile;
 mod recovery;
 mod retention;
 mod run;
+mod scenarios;
 pub mod score;
 mod supervisor;
 
@@ -30,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use guardrails::Guardrails;
-pub use plan::{DEFAULT_SPLIT, Intensity, PhaseLengths, Plan};
+pub use plan::{DEFAULT_SPLIT, Intensity, PhaseLengths, Plan, ScenarioPlan};
 pub use planner::{PlanError, Planned};
 pub use recovery::RecoveryReport;
 
@@ -133,14 +135,38 @@ struct Running {
     cancel: CancellationToken,
     interrupt: Arc<Mutex<Option<Interrupt>>>,
     done: watch::Receiver<bool>,
+    /// The primary fault's driver first, then each scenario's.
+    drivers: Vec<Driver>,
+    /// (id, name) of every target the experiment holds.
+    targets: Vec<(String, String)>,
+}
+
+/// A fault driver a running experiment uses.
+#[derive(Clone)]
+struct Driver {
     plugin: String,
     /// The plugin build it runs on: kept while it runs, even if replaced.
     digest: String,
     /// The driver's fault name and the fault names it conflicts with.
     fault: String,
     conflicts_with: Vec<String>,
-    /// (id, name) of every target the experiment holds.
-    targets: Vec<(String, String)>,
+}
+
+impl Driver {
+    fn of(entry: &crate::plugins::PluginEntry) -> Driver {
+        let info = entry.plugin.info();
+        Driver {
+            plugin: entry.plugin.name().to_string(),
+            digest: entry.plugin.digest().to_string(),
+            fault: info.name.clone(),
+            conflicts_with: info.conflicts_with.clone(),
+        }
+    }
+
+    /// Whether the two may not act on one target at once.
+    fn clashes(&self, other: &Driver) -> bool {
+        self.plugin == other.plugin || other.conflicts_with.contains(&self.fault) || self.conflicts_with.contains(&other.fault)
+    }
 }
 
 impl Running {
@@ -152,14 +178,12 @@ impl Running {
         self.done.clone()
     }
 
-    /// Targets this experiment shares with a new one of `plugin` / `fault`
-    /// that conflicts with `conflicts_with`, if the two may not overlap.
-    fn overlap(&self, plugin: &str, fault: &str, conflicts_with: &[String], targets: &[(String, String)]) -> Vec<String> {
-        let clash = self.plugin == plugin || conflicts_with.contains(&self.fault) || self.conflicts_with.iter().any(|c| c == fault);
-        if !clash {
-            return vec![];
-        }
-        targets.iter().filter(|t| self.targets.iter().any(|mine| mine.0 == t.0)).map(|t| t.1.clone()).collect()
+    /// The fault of this experiment that may not share targets with a new
+    /// one's drivers, and the targets they would share.
+    fn overlap(&self, drivers: &[Driver], targets: &[(String, String)]) -> Option<(String, Vec<String>)> {
+        let mine = self.drivers.iter().find(|m| drivers.iter().any(|d| d.clashes(m)))?;
+        let shared: Vec<String> = targets.iter().filter(|t| self.targets.iter().any(|own| own.0 == t.0)).map(|t| t.1.clone()).collect();
+        (!shared.is_empty()).then(|| (mine.fault.clone(), shared))
     }
 }
 
@@ -220,14 +244,14 @@ impl Engine {
 
     /// Records a planned experiment and starts running it; returns its stored row.
     pub async fn start(&self, planned: Planned, created_by: &str) -> Result<ExperimentRow, EngineError> {
-        let Planned { mut plan, plugin, platform } = planned;
+        let Planned { mut plan, plugin, scenarios, platform } = planned;
         let now = now_ms();
         let id = uuid::Uuid::new_v4().to_string();
         let cancel = CancellationToken::new();
         let interrupt = Arc::new(Mutex::new(None));
         let (done_tx, done) = watch::channel(false);
         let targets: Vec<(String, String)> = plan.targets.iter().map(|t| (t.id.clone(), t.name.clone())).collect();
-        let conflicts_with = plugin.plugin.info().conflicts_with.clone();
+        let drivers: Vec<Driver> = std::iter::once(&plugin).chain(&scenarios).map(|e| Driver::of(e)).collect();
         // Checked and claimed under one lock: two starts at once cannot both pass.
         {
             let mut running = self.inner.running.lock().expect("running lock");
@@ -238,21 +262,11 @@ impl Engine {
                 return Err(EngineError::Halted(halt));
             }
             for (other, r) in running.iter() {
-                let shared = r.overlap(&plan.plugin, &plan.fault, &conflicts_with, &targets);
-                if !shared.is_empty() {
-                    return Err(EngineError::Overlap { experiment: other.clone(), fault: r.fault.clone(), targets: shared });
+                if let Some((fault, shared)) = r.overlap(&drivers, &targets) {
+                    return Err(EngineError::Overlap { experiment: other.clone(), fault, targets: shared });
                 }
             }
-            let entry = Running {
-                cancel: cancel.clone(),
-                interrupt: interrupt.clone(),
-                done,
-                plugin: plan.plugin.clone(),
-                digest: plugin.plugin.digest().to_string(),
-                fault: plan.fault.clone(),
-                conflicts_with,
-                targets,
-            };
+            let entry = Running { cancel: cancel.clone(), interrupt: interrupt.clone(), done, drivers, targets };
             running.insert(id.clone(), entry);
         }
         // What the platform puts in place (proxy listeners) exists before
@@ -312,7 +326,7 @@ impl Engine {
             platform: platform.clone(),
             targets: plan.targets.clone(),
         };
-        let run = run::Run::new(row.id.clone(), plan, plugin, platform, self.inner.store.clone(), self.inner.metrics.clone(), cancel, interrupt);
+        let run = run::Run::new(row.id.clone(), plan, plugin, scenarios, platform, self.inner.store.clone(), self.inner.metrics.clone(), cancel, interrupt);
         // Only once the supervisor has settled the run, whatever happened
         // inside (even a panic of the supervisor itself unwinds through this
         // guard), are its targets free and its stop answered.
@@ -344,6 +358,7 @@ impl Engine {
                 expires_at: Some(resource.expires_at),
                 attempts: 0,
                 next_attempt_at: None,
+                scenario: None,
             };
             self.inner.store.journal_pending(&row).await?;
             let token = serde_json::to_string(resource).expect("a resource serializes");
@@ -470,13 +485,13 @@ impl Engine {
 
     /// Whether a running experiment uses the plugin build with this digest.
     pub(crate) fn build_running(&self, digest: &str) -> bool {
-        self.inner.running.lock().expect("running lock").values().any(|r| r.digest == digest)
+        self.inner.running.lock().expect("running lock").values().any(|r| r.drivers.iter().any(|d| d.digest == digest))
     }
 
     /// Whether an experiment runs on a plugin. (Open journal rows do not
     /// hold a plugin: the registry keeps the build that made them.)
     pub fn plugin_running(&self, plugin: &str) -> bool {
-        self.inner.running.lock().expect("running lock").values().any(|r| r.plugin == plugin)
+        self.inner.running.lock().expect("running lock").values().any(|r| r.drivers.iter().any(|d| d.plugin == plugin))
     }
 }
 

@@ -52,6 +52,41 @@ pub struct Plan {
     /// What the platform put in place for the experiment (proxy listeners).
     #[serde(default)]
     pub resources: Vec<Resource>,
+    /// Timed faults besides the primary one, in the order requested.
+    #[serde(default)]
+    pub scenarios: Vec<ScenarioPlan>,
+}
+
+/// A timed fault: its own driver instance, journal rows and rollback,
+/// fired `at_ms` after the experiment's start for `duration_ms`, on every
+/// target at one level.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ScenarioPlan {
+    /// As requested (an alias stays an alias here).
+    pub fault_type: String,
+    /// The canonical fault name.
+    pub fault: String,
+    pub plugin: String,
+    pub at_ms: u64,
+    pub duration_ms: u64,
+    /// In the fault's unit: the request's, else the fault's default; 0 for
+    /// faults without intensity.
+    pub intensity: f64,
+    pub unit: String,
+    /// Whether the intensity is the share of the targets to fault.
+    pub share_of_targets: bool,
+    pub params: Vec<(String, ParamValue)>,
+}
+
+impl ScenarioPlan {
+    pub fn end_ms(&self) -> u64 {
+        self.at_ms + self.duration_ms
+    }
+
+    /// Whether the two run at the same time for a moment.
+    pub fn overlaps(&self, start_ms: u64, end_ms: u64) -> bool {
+        self.at_ms < end_ms && start_ms < self.end_ms()
+    }
 }
 
 /// The intensity model: the requested level in the fault's unit, and how
@@ -98,6 +133,11 @@ impl Plan {
     /// Settings for the driver at a given intensity.
     pub fn settings(&self, intensity: f64) -> Settings {
         Settings { intensity, params: self.params.clone(), ttl_seconds: self.ttl_seconds }
+    }
+
+    /// Settings for a scenario's driver.
+    pub fn scenario_settings(&self, scenario: &ScenarioPlan) -> Settings {
+        Settings { intensity: scenario.intensity, params: scenario.params.clone(), ttl_seconds: self.ttl_seconds }
     }
 
     /// A sampling interval that gives every phase several observations.

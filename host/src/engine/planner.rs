@@ -17,6 +17,8 @@ use crate::plugins::PluginEntry;
 pub struct Planned {
     pub plan: Plan,
     pub plugin: Arc<PluginEntry>,
+    /// Each scenario's plugin, in the plan's order.
+    pub scenarios: Vec<Arc<PluginEntry>>,
     pub platform: Arc<dyn Platform>,
 }
 
@@ -65,7 +67,18 @@ impl Engine {
         check_size(&plan)?;
         let mut instance = plugin.plugin.instantiate(Scope::none()).await.map_err(PlanError::from)?;
         instance.validate(&plan.settings(plan.intensity.requested)).await.map_err(PlanError::from)?;
-        Ok(Planned { plan, plugin, platform })
+        let mut scenarios = Vec::with_capacity(plan.scenarios.len());
+        for scenario in &plan.scenarios {
+            // Looked up again by plugin name: it may have been unloaded since the request was read.
+            let entry = self.plugins().plugin(&scenario.plugin).ok_or_else(|| PlanError::UnknownFault {
+                fault_type: scenario.fault_type.clone(),
+                known: self.plugins().fault_names(),
+            })?;
+            let mut instance = entry.plugin.instantiate(Scope::none()).await.map_err(PlanError::from)?;
+            instance.validate(&plan.scenario_settings(scenario)).await.map_err(PlanError::from)?;
+            scenarios.push(entry);
+        }
+        Ok(Planned { plan, plugin, scenarios, platform })
     }
 }
 

@@ -3,37 +3,27 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use faultline_plugin_runtime::model::{FaultError, IntensityScope, Target};
-use faultline_plugin_runtime::{CallError, FaultInstance, Scope};
+use faultline_plugin_runtime::CallError;
+use faultline_plugin_runtime::model::{IntensityScope, Target};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::fan_out::{Call, TokenJournal, fan_out};
 use super::guardrails::AbortWatch;
+use super::injector::{Active, Injector};
 use super::intensity::{Adaptive, Ramp};
 use super::plan::Plan;
 use super::reconcile;
+use super::scenarios::Scenarios;
 use super::score::{ScoreInputs, score};
 use super::{Interrupt, Phase};
 use crate::platforms::probes::Prober;
 use crate::platforms::{Observation, Platform};
 use crate::plugins::PluginEntry;
-use crate::store::{InjectionRow, InjectionState, SampleRow, Store, now_ms};
+use crate::store::{InjectionState, SampleRow, Store, now_ms};
 use crate::telemetry::Metrics;
 
-/// Attempts at reverting one injection before it goes to the reconciler
-/// (each is one plugin call, up to its timeout: the run must stay well
-/// within its margin).
-const REVERT_ATTEMPTS: u32 = 2;
 /// In-band observations in a row that count as recovered.
 const RECOVERED_AFTER_SAMPLES: usize = 2;
-
-/// An injection that is in effect.
-struct Active {
-    journal_id: String,
-    target: Target,
-    token: String,
-}
 
 /// Why injecting ended early with a failure.
 struct Failure(String);
@@ -41,7 +31,9 @@ struct Failure(String);
 pub(super) struct Run {
     id: String,
     plan: Plan,
-    plugin: Arc<PluginEntry>,
+    /// The primary fault's driver.
+    injector: Injector,
+    scenarios: Scenarios,
     platform: Arc<dyn Platform>,
     prober: Prober,
     abort_watch: AbortWatch,
@@ -49,7 +41,6 @@ pub(super) struct Run {
     metrics: Arc<Metrics>,
     cancel: CancellationToken,
     interrupt: Arc<Mutex<Option<Interrupt>>>,
-    instance: Option<FaultInstance>,
     active: Vec<Active>,
     /// Share-of-targets mode: the next target not yet tried.
     next_target: usize,
@@ -68,24 +59,27 @@ impl Run {
         id: String,
         plan: Plan,
         plugin: Arc<PluginEntry>,
+        scenarios: Vec<Arc<PluginEntry>>,
         platform: Arc<dyn Platform>,
         store: Store,
         metrics: Arc<Metrics>,
         cancel: CancellationToken,
         interrupt: Arc<Mutex<Option<Interrupt>>>,
     ) -> Self {
+        let injector = Injector::new(&id, plugin, &plan.intensity.unit, &plan.targets, plan.ttl_seconds, None, store.clone(), metrics.clone());
+        let scenarios = Scenarios::new(&id, &plan, scenarios, &store, &metrics, &cancel);
         Run {
             id,
             prober: Prober::new(plan.probes.clone()),
             abort_watch: AbortWatch::new(&plan.guardrails.abort_when),
             plan,
-            plugin,
+            injector,
+            scenarios,
             platform,
             store,
             metrics,
             cancel,
             interrupt,
-            instance: None,
             active: vec![],
             next_target: 0,
             injected_once: false,
@@ -100,17 +94,39 @@ impl Run {
     pub(super) async fn run(mut self) {
         self.platform.watch(&self.id, &self.plan.targets).await;
         self.platform.phase(&self.id, Phase::Baseline.as_str()).await;
-        let failure = match self.baseline_and_inject().await {
+        // The scenarios keep their own time, from the start, beside the phases.
+        let runner = self.scenarios.runner();
+        let ((), ()) = tokio::join!(self.drive(), runner.run());
+    }
+
+    async fn drive(&mut self) {
+        let mut failure = match self.baseline_and_inject().await {
             Ok(()) => None,
             Err(Failure(reason)) => Some(reason),
         };
+        failure = failure.or_else(|| self.scenarios.failure());
         self.enter(Phase::Recovering).await;
-        let rollback_failures = self.rollback(failure.as_deref()).await;
+        let mut rollback_failures = self.rollback(failure.as_deref()).await;
         // A stopped or failed run is watched just long enough to take one
         // reading: the user asked for it to end.
         let ending = failure.is_some() || self.interrupt.lock().expect("interrupt lock").is_some();
+        if ending {
+            self.scenarios.end();
+        }
         let watch_ms = if ending { 0 } else { self.plan.phases.recovering_ms };
         let recovered_after_ms = self.watch_recovery(watch_ms).await;
+        // Scenarios still to come keep the experiment, and its readings, going.
+        let mut done = self.scenarios.done();
+        while !*done.borrow() {
+            let nap = tokio::time::sleep(ms(self.plan.sample_interval_ms));
+            tokio::select! {
+                _ = done.wait_for(|d| *d) => break,
+                () = nap => {}
+            }
+            self.sample(Phase::Recovering).await;
+        }
+        rollback_failures.extend(self.scenarios.revert_failures());
+        let failure = failure.or_else(|| self.scenarios.failure());
         self.release_resources().await;
         // Read again: a stop may have come while recovery was watched.
         let interrupt = self.interrupt.lock().expect("interrupt lock").clone();
@@ -210,7 +226,7 @@ impl Run {
             }
             while self.active.len() > want {
                 let active = self.active.pop().expect("more active than wanted");
-                self.revert_one(active, "adjust").await;
+                self.injector.revert_one(active, "adjust").await;
             }
         } else if !self.injected_once {
             self.inject(self.plan.targets.clone(), level).await?;
@@ -233,61 +249,13 @@ impl Run {
         Ok(())
     }
 
-    /// Injects into targets, several at once: each is journaled as pending
-    /// before any driver call, and active only once its revert token is
-    /// stored. Every outcome is recorded before the first failure is
-    /// returned, so what did take is rolled back.
+    /// Injects into targets; what took is active (and rolled back even if
+    /// another target failed).
     async fn inject(&mut self, targets: Vec<Target>, level: f64) -> Result<(), Failure> {
-        let mut journal_ids = Vec::with_capacity(targets.len());
-        for target in &targets {
-            let row = InjectionRow {
-                id: uuid::Uuid::new_v4().to_string(),
-                experiment_id: self.id.clone(),
-                plugin: self.plan.plugin.clone(),
-                target_id: target.id.clone(),
-                target_name: target.name.clone(),
-                intensity: level,
-                token: None,
-                state: InjectionState::Pending.as_str().into(),
-                error: None,
-                injected_at: now_ms(),
-                reverted_at: None,
-                plugin_digest: Some(self.plugin.plugin.digest().to_string()),
-                expires_at: Some(now_ms() + i64::from(self.plan.ttl_seconds) * 1000),
-                attempts: 0,
-                next_attempt_at: None,
-            };
-            self.store.journal_pending(&row).await.map_err(|e| Failure(format!("journal: {e}")))?;
-            journal_ids.push(row.id);
-        }
-        let settings = self.plan.settings(level);
-        let calls = targets.iter().map(|t| Call::Inject(t.clone(), settings.clone())).collect();
-        let journal = TokenJournal { store: &self.store, rows: &journal_ids, level, failed: Default::default() };
-        let outcomes = fan_out(&self.plugin.plugin, &self.scope(), &mut self.instance, calls, Some(&journal)).await;
-        let mut first_failure = journal.failed.into_inner().expect("journal failure lock").map(Failure);
-        for ((target, journal_id), (outcome, took)) in targets.into_iter().zip(journal_ids).zip(outcomes) {
-            self.metrics.plugin_call(&self.plan.plugin, "inject", took);
-            match outcome.map(Option::unwrap_or_default) {
-                Ok(token) => {
-                    self.injected_once = true;
-                    self.active.push(Active { journal_id: journal_id.clone(), target: target.clone(), token });
-                    self.metrics.injection(&self.plan.fault, "injected");
-                    self.event("injected", &format!("{} at {level} {}", target.name, self.plan.intensity.unit)).await;
-                }
-                // A target that went away is skipped, not a failure of the experiment.
-                Err(CallError::Fault(FaultError::TargetUnavailable(why))) => {
-                    let _ = self.store.journal_close(&journal_id, InjectionState::Failed, Some(&why)).await;
-                    self.metrics.injection(&self.plan.fault, "skipped");
-                    self.event("skipped", &format!("{}: {why}", target.name)).await;
-                }
-                Err(e) => {
-                    let _ = self.store.journal_close(&journal_id, InjectionState::Failed, Some(&e.to_string())).await;
-                    self.metrics.injection(&self.plan.fault, "failed");
-                    first_failure.get_or_insert(Failure(format!("injecting into {} failed: {e}", target.name)));
-                }
-            }
-        }
-        first_failure.map_or(Ok(()), Err)
+        let (took, failure) = self.injector.inject(targets, &self.plan.settings(level)).await;
+        self.injected_once |= !took.is_empty();
+        self.active.extend(took);
+        failure.map_or(Ok(()), |f| Err(Failure(f)))
     }
 
     /// Changes one injection's intensity; a driver that cannot adjust in
@@ -298,40 +266,26 @@ impl Run {
         let settings = self.plan.settings(level);
         let token = self.active[index].token.clone();
         let took = Instant::now();
-        let outcome = match self.instance().await {
+        let outcome = match self.injector.instance().await {
             Ok(instance) => instance.adjust(&token, &settings).await,
             Err(e) => Err(e),
         };
         self.metrics.plugin_call(&self.plan.plugin, "adjust", took.elapsed());
         match outcome {
             Ok(token) => {
-                self.active[index].token = token.clone();
-                self.store.journal_active(journal_id, &token, level).await.map_err(|e| Failure(format!("journal: {e}")))
+                self.active[index].token = token;
+                self.injector.adjusted(&self.active[index], level).await.map_err(Failure)
             }
             Err(CallError::Fault(_)) => {
                 let active = self.active.remove(index);
                 let target = active.target.clone();
-                if self.revert_one(active, "adjust").await {
+                if self.injector.revert_one(active, "adjust").await {
                     self.inject(vec![target], level).await?;
                 }
                 Ok(())
             }
             Err(e) => Err(Failure(format!("adjusting {} failed: {e}", self.active[index].target.name))),
         }
-    }
-
-    /// What this run's plugin instances may act on: its own targets.
-    fn scope(&self) -> Scope {
-        Scope::of(&self.id, &self.plan.targets)
-    }
-
-    /// A usable instance for a single call: the run's own, or a fresh one
-    /// when it trapped (or the last fan-out kept none).
-    async fn instance(&mut self) -> Result<&mut FaultInstance, CallError> {
-        if !self.instance.as_ref().is_some_and(FaultInstance::is_usable) {
-            self.instance = Some(self.plugin.plugin.instantiate(self.scope()).await?);
-        }
-        Ok(self.instance.as_mut().expect("just made usable"))
     }
 
     /// Reverts every active injection; returns what could not be reverted.
@@ -342,58 +296,10 @@ impl Run {
             (None, Some(i)) => i.rollback_label(),
             (None, None) => "end",
         };
-        // Every target at once first; what fails gets revert_one's retries
-        // with fresh instances.
         let active = std::mem::take(&mut self.active);
-        let calls = active.iter().map(|a| Call::Revert(a.token.clone())).collect();
-        let outcomes = fan_out(&self.plugin.plugin, &self.scope(), &mut self.instance, calls, None).await;
-        let mut failures = vec![];
-        for (active, (outcome, took)) in active.into_iter().zip(outcomes) {
-            self.metrics.plugin_call(&self.plan.plugin, "revert", took);
-            match outcome {
-                Ok(_) | Err(CallError::Fault(FaultError::TargetUnavailable(_))) => self.reverted(&active, reason).await,
-                Err(_) => {
-                    let name = active.target.name.clone();
-                    if !self.revert_one(active, reason).await {
-                        failures.push(name);
-                    }
-                }
-            }
-        }
-        self.instance = None;
+        let failures = self.injector.revert_all(active, reason).await;
+        self.injector.release_instance();
         failures
-    }
-
-    /// Reverts one injection, with a fresh instance when the current one is
-    /// unusable. Returns whether it was reverted; if not, the journal row
-    /// stays open and goes to the reconciler, which keeps trying.
-    async fn revert_one(&mut self, active: Active, reason: &str) -> bool {
-        let mut last_error = String::new();
-        for _ in 0..REVERT_ATTEMPTS {
-            let took = Instant::now();
-            let outcome = match self.instance().await {
-                Ok(instance) => instance.revert(&active.token).await,
-                Err(e) => Err(e),
-            };
-            self.metrics.plugin_call(&self.plan.plugin, "revert", took.elapsed());
-            match outcome {
-                Ok(()) | Err(CallError::Fault(FaultError::TargetUnavailable(_))) => {
-                    self.reverted(&active, reason).await;
-                    return true;
-                }
-                Err(e) => last_error = e.to_string(),
-            }
-        }
-        let _ = self.store.journal_retry(&active.journal_id, &active.token, &last_error, reconcile::first_retry_at()).await;
-        self.metrics.rollback(reason, "failed");
-        self.event("revert_failed", &format!("{}: {last_error}; the reconciler keeps trying", active.target.name)).await;
-        false
-    }
-
-    async fn reverted(&mut self, active: &Active, reason: &str) {
-        let _ = self.store.journal_close(&active.journal_id, InjectionState::Reverted, None).await;
-        self.metrics.rollback(reason, "reverted");
-        self.event("reverted", &active.target.name).await;
     }
 
     /// Watches for health to come back within the band of the baseline;

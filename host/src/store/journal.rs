@@ -59,6 +59,9 @@ pub struct InjectionRow {
     pub attempts: i64,
     /// When the reconciler tries again (retrying rows).
     pub next_attempt_at: Option<i64>,
+    /// The scenario that made it (its index in the plan); none for the
+    /// primary fault and for platform resources.
+    pub scenario: Option<i64>,
 }
 
 /// The states of a row that still needs a revert (or a closing word).
@@ -82,6 +85,7 @@ fn injection_row(r: &sqlx::sqlite::SqliteRow) -> InjectionRow {
         expires_at: r.get("expires_at"),
         attempts: r.get("attempts"),
         next_attempt_at: r.get("next_attempt_at"),
+        scenario: r.get("scenario"),
     }
 }
 
@@ -89,8 +93,8 @@ impl Store {
     /// Records that a driver is about to be called for a target.
     pub async fn journal_pending(&self, row: &InjectionRow) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO injections (id, experiment_id, plugin, target_id, target_name, intensity, state, injected_at, plugin_digest, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9)",
+            "INSERT INTO injections (id, experiment_id, plugin, target_id, target_name, intensity, state, injected_at, plugin_digest, expires_at, scenario) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $10)",
         )
         .bind(&row.id)
         .bind(&row.experiment_id)
@@ -101,6 +105,7 @@ impl Store {
         .bind(row.injected_at)
         .bind(&row.plugin_digest)
         .bind(row.expires_at)
+        .bind(row.scenario)
         .execute(&self.pool)
         .await?;
         Ok(())

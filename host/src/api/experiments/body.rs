@@ -52,7 +52,7 @@ fn frontend(value: Value) -> Result<StartRequest, ApiError> {
 }
 
 /// The fields only an Android start takes.
-pub const ANDROID_FIELDS: [&str; 6] = ["target_type", "observation_type", "apk", "android_run", "scenarios", "expected"];
+pub const ANDROID_FIELDS: [&str; 5] = ["target_type", "observation_type", "apk", "android_run", "expected"];
 
 fn android(value: Value) -> Result<StartRequest, ApiError> {
     let Value::Object(mut common) = value else {
@@ -79,9 +79,6 @@ pub struct AndroidFields {
     apk: Option<String>,
     /// How the emulator runs.
     android_run: Option<AndroidRun>,
-    /// Timed faults besides the primary one.
-    #[serde(default)]
-    scenarios: Vec<Scenario>,
     /// What the app is expected to do; checked and reported.
     expected: Option<Expected>,
 }
@@ -103,21 +100,6 @@ pub struct AndroidRun {
     headless: Option<bool>,
     /// Clear the app's data before the experiment.
     reset_app_state: Option<bool>,
-}
-
-/// A timed fault.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code, reason = "checked at every start; read by the Android platform once this host serves it")]
-pub struct Scenario {
-    /// A fault type, such as `kill_app` or `foreground_app`.
-    #[serde(rename = "type")]
-    kind: String,
-    /// Seconds from the experiment's start at which it fires.
-    at: u64,
-    /// How long it lasts, in seconds (at least 1).
-    #[schema(minimum = 1)]
-    duration_seconds: u64,
 }
 
 /// Expectations of the app under test.
@@ -143,14 +125,6 @@ impl AndroidFields {
         }
         if self.android_run.as_ref().and_then(|r| r.avd_name.as_deref()).is_some_and(blank) {
             return invalid("android_run.avd_name must not be empty".into());
-        }
-        for (i, s) in self.scenarios.iter().enumerate() {
-            if blank(&s.kind) {
-                return invalid(format!("scenarios[{i}].type must name a fault type"));
-            }
-            if s.duration_seconds == 0 {
-                return invalid(format!("scenarios[{i}].duration_seconds must be at least 1"));
-            }
         }
         Ok(())
     }

@@ -16,8 +16,8 @@ use faultline_plugin_runtime::CallError;
 use faultline_plugin_runtime::model::{FaultError, Platform};
 use serde_json::json;
 
-pub use body::{AndroidFields, AndroidKind, AndroidRun, Expected, Scenario};
-pub use request::StartRequest;
+pub use body::{AndroidFields, AndroidKind, AndroidRun, Expected};
+pub use request::{Scenario, StartRequest};
 pub use view::{Metrics, PlanSummary, Started, Status};
 
 use super::audit::AuditNote;
@@ -74,7 +74,8 @@ async fn status_of(state: &AppState, platform_name: &str, id: &str) -> Result<St
 async fn prepare(state: &AppState, platform_name: &str, request: &StartRequest) -> Result<Planned, ApiError> {
     let kind = platform(platform_name)?;
     let limits = &state.limits;
-    state.engine.plan(&state.platforms, kind, &request.fault_type, |info, plugin| request.plan(kind, info, plugin, limits)).await
+    let lookup = |fault_type: &str| state.plugins.fault(fault_type).map(|e| (e.plugin.info().clone(), e.plugin.name().to_string()));
+    state.engine.plan(&state.platforms, kind, &request.fault_type, |info, plugin| request.plan(kind, info, plugin, limits, &lookup)).await
 }
 
 impl From<PlanError> for ApiError {
@@ -282,4 +283,5 @@ const START_REFUSALS: &str = "The request is refused before anything is injected
     `conflicting_durations`, `duration_out_of_range`, `invalid_phases`, `phases_mismatch`, `intensity_out_of_range`, \
     `intensity_not_supported`, `adaptive_not_supported`, `tolerance_out_of_range`, `unknown_param`, `invalid_param`, \
     `missing_param`, `invalid_settings`, `target_unavailable`, `invalid_probe`, `invalid_guardrail`, `too_many_targets`, \
-    `blast_radius_exceeded`, `guardrail_not_supported`, `idempotency_key_reused` (starts only)";
+    `blast_radius_exceeded`, `guardrail_not_supported`, `invalid_scenario` (a scenario overlapping another, ending after the \
+    experiment, or running the primary fault's own kind while it is injected), `idempotency_key_reused` (starts only)";

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use crate::api::{ApiError, Limits};
-use crate::engine::{DEFAULT_SPLIT, Guardrails, Intensity, PhaseLengths, Plan};
+use crate::engine::{DEFAULT_SPLIT, Guardrails, Intensity, PhaseLengths, Plan, ScenarioPlan};
 use crate::platforms::probes::{MAX_PROBES, Probe};
 
 /// Default tolerance: health may fall 10 % below baseline and still count as fine.
@@ -52,6 +52,11 @@ pub struct StartRequest {
     /// HTTP or TCP checks made at every reading: their success rate counts in health.
     #[serde(default)]
     pub probes: Vec<Probe>,
+    /// Timed faults besides the primary one, each fired `at` seconds after
+    /// the start for `duration_seconds` on every target, with its own
+    /// driver instance, journal rows and rollback.
+    #[serde(default)]
+    pub scenarios: Vec<Scenario>,
     /// Limits on the experiment: `max_blast_radius` and `max_targets` refuse
     /// the start (422) when exceeded; `abort_when` conditions on the probes
     /// or health end it `aborted`, rolled back, when one trips.
@@ -63,6 +68,30 @@ pub struct StartRequest {
     #[schema(ignore)]
     pub options: Value,
 }
+
+/// A timed fault.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A fault type or alias, such as `kill_app` or `foreground_app`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Seconds from the experiment's start at which it fires.
+    pub at: u64,
+    /// How long it lasts, in seconds (at least 1); it must end by the
+    /// experiment's end.
+    #[schema(minimum = 1)]
+    pub duration_seconds: u64,
+    /// In the fault's unit; the fault's default when omitted.
+    pub intensity: Option<f64>,
+    /// The fault's own parameters.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub params: BTreeMap<String, Value>,
+}
+
+/// Finds a fault type's driver: its description and plugin name.
+pub type FaultLookup<'a> = &'a dyn Fn(&str) -> Option<(FaultInfo, String)>;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -79,14 +108,8 @@ fn invalid(code: &'static str, detail: impl Into<String>) -> ApiError {
 impl StartRequest {
     /// Checks everything that does not need the platform, and builds the plan
     /// (targets still unresolved).
-    pub fn plan(&self, platform: Platform, fault: &FaultInfo, plugin: &str, limits: &Limits) -> Result<Plan, ApiError> {
-        if !fault.platforms.contains(&platform) {
-            let on: Vec<_> = fault.platforms.iter().map(|p| p.as_str()).collect();
-            return Err(invalid(
-                "fault_not_on_platform",
-                format!("fault type `{}` runs on {}, not {}", fault.name, on.join(", "), platform.as_str()),
-            ));
-        }
+    pub fn plan(&self, platform: Platform, fault: &FaultInfo, plugin: &str, limits: &Limits, lookup: FaultLookup) -> Result<Plan, ApiError> {
+        on_platform(fault, platform, "")?;
         if self.targets.is_empty() || self.targets.iter().any(|t| t.trim().is_empty()) {
             return Err(invalid("missing_targets", "give at least one target, and no empty one"));
         }
@@ -108,6 +131,7 @@ impl StartRequest {
         if self.adaptive && !intensity.graded {
             return Err(invalid("adaptive_not_supported", format!("fault type `{}` has no intensity to adapt", fault.name)));
         }
+        let scenarios = self.scenarios(platform, fault, &phases, lookup)?;
         Ok(Plan {
             platform,
             fault_type: self.fault_type.clone(),
@@ -128,7 +152,67 @@ impl StartRequest {
             guardrails: self.guardrails.clone(),
             options: self.options.clone(),
             resources: vec![],
+            scenarios,
         })
+    }
+
+    /// One scenario, checked against the experiment and the scenarios before it.
+    #[allow(clippy::too_many_arguments)]
+    fn scenario(
+        &self,
+        s: &Scenario,
+        platform: Platform,
+        primary: &FaultInfo,
+        total_ms: u64,
+        injecting: (u64, u64),
+        before: &[ScenarioPlan],
+        lookup: FaultLookup,
+    ) -> Result<ScenarioPlan, ApiError> {
+        let Some((info, plugin)) = lookup(s.kind.trim()) else {
+            return Err(invalid("unknown_fault_type", format!("no fault type or alias `{}`", s.kind)));
+        };
+        on_platform(&info, platform, "")?;
+        if s.duration_seconds == 0 {
+            return Err(invalid("invalid_scenario", "duration_seconds must be at least 1"));
+        }
+        let (at_ms, duration_ms) = (s.at.saturating_mul(1000), s.duration_seconds.saturating_mul(1000));
+        if at_ms.saturating_add(duration_ms) > total_ms {
+            let until = s.at.saturating_add(s.duration_seconds);
+            return Err(invalid("invalid_scenario", format!("it would run until {until} s, past the experiment's end at {} s", total_ms as f64 / 1000.0)));
+        }
+        let scenario = ScenarioPlan {
+            fault_type: s.kind.trim().to_string(),
+            fault: info.name.clone(),
+            plugin,
+            at_ms,
+            duration_ms,
+            intensity: scenario_intensity(&info, s.intensity)?,
+            unit: info.intensity.as_ref().map(|i| i.unit.clone()).unwrap_or_default(),
+            share_of_targets: info.intensity.as_ref().is_some_and(|i| i.scope == IntensityScope::ShareOfTargets),
+            params: params(&s.params, &info)?,
+        };
+        if let Some(j) = before.iter().position(|other| other.overlaps(scenario.at_ms, scenario.end_ms())) {
+            return Err(invalid("invalid_scenario", format!("it overlaps scenarios[{j}]; scenarios run one at a time")).with(json!({ "overlaps": j })));
+        }
+        let same_kind = info.name == primary.name || primary.conflicts_with.contains(&info.name) || info.conflicts_with.contains(&primary.name);
+        if same_kind && scenario.overlaps(injecting.0, injecting.1) {
+            return Err(invalid("invalid_scenario", format!("it runs {} while the primary fault {} is injected on the same targets", info.name, primary.name)));
+        }
+        Ok(scenario)
+    }
+
+    /// Each scenario's driver, level and time, checked: a known fault on
+    /// this platform, within the experiment, overlapping no other scenario
+    /// and not the primary fault's own kind while that is injected.
+    fn scenarios(&self, platform: Platform, primary: &FaultInfo, phases: &PhaseLengths, lookup: FaultLookup) -> Result<Vec<ScenarioPlan>, ApiError> {
+        let total_ms = phases.total_ms();
+        let injecting = (phases.baseline_ms, phases.baseline_ms + phases.injecting_ms);
+        let mut planned: Vec<ScenarioPlan> = vec![];
+        for (i, s) in self.scenarios.iter().enumerate() {
+            let scenario = self.scenario(s, platform, primary, total_ms, injecting, &planned, lookup).map_err(|e| about_scenario(e, i))?;
+            planned.push(scenario);
+        }
+        Ok(planned)
     }
 
     fn phases(&self, limits: &Limits) -> Result<PhaseLengths, ApiError> {
@@ -218,6 +302,44 @@ impl StartRequest {
         }
         Ok(Some((seconds * 1000.0).round() as u64))
     }
+}
+
+fn on_platform(fault: &FaultInfo, platform: Platform, at: &str) -> Result<(), ApiError> {
+    if fault.platforms.contains(&platform) {
+        return Ok(());
+    }
+    let on: Vec<_> = fault.platforms.iter().map(|p| p.as_str()).collect();
+    Err(invalid("fault_not_on_platform", format!("{at}fault type `{}` runs on {}, not {}", fault.name, on.join(", "), platform.as_str())))
+}
+
+/// Marks a refusal as one scenario's: its detail and its `scenario` member.
+fn about_scenario(mut e: ApiError, index: usize) -> ApiError {
+    e.detail = format!("scenarios[{index}]: {}", e.detail);
+    let mut extra = match e.extra.take() {
+        Some(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    extra.insert("scenario".into(), json!(index));
+    e.with(Value::Object(extra))
+}
+
+/// A scenario's level: the one asked for within the fault's range, else
+/// its default; faults without intensity take none.
+fn scenario_intensity(fault: &FaultInfo, asked: Option<f64>) -> Result<f64, ApiError> {
+    let Some(spec) = &fault.intensity else {
+        return match asked {
+            Some(i) if i != 0.0 => Err(invalid("intensity_not_supported", format!("fault type `{}` takes no intensity", fault.name))),
+            _ => Ok(0.0),
+        };
+    };
+    let level = asked.unwrap_or(spec.default);
+    if !level.is_finite() || level < spec.min || level > spec.max {
+        return Err(invalid(
+            "intensity_out_of_range",
+            format!("intensity for `{}` must be between {} and {} {}", fault.name, spec.min, spec.max, spec.unit),
+        ));
+    }
+    Ok(level)
 }
 
 /// Checks parameters against the fault's declaration.

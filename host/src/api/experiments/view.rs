@@ -193,6 +193,8 @@ pub struct Status {
     /// What the platform put in place (frontend: proxy listeners), and
     /// whether each is still open.
     pub resources: Vec<ResourceView>,
+    /// The timed scenarios and where each stands.
+    pub scenarios: Vec<ScenarioStatus>,
     /// The resilience score, once ended (not for failed experiments).
     pub score: Option<f64>,
     /// Components of the score and other results.
@@ -214,9 +216,64 @@ pub struct Status {
     pub events_omitted: usize,
 }
 
+/// A timed scenario and where it stands.
+#[derive(Serialize, ToSchema)]
+pub struct ScenarioStatus {
+    /// Its position in the request's `scenarios`.
+    pub index: usize,
+    /// As requested.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The canonical fault name.
+    pub fault: String,
+    pub at: f64,
+    pub duration_seconds: f64,
+    pub intensity: f64,
+    /// scheduled, active, ended, failed (it took on no target: they were
+    /// gone, or the driver failed; `error` says which), retrying (a revert
+    /// failed; the reconciler retries it) or not_run (the experiment ended first).
+    pub state: String,
+    /// When it fired and when its last target was reverted (ms since the epoch).
+    pub fired_at: Option<i64>,
+    pub ended_at: Option<i64>,
+    pub error: Option<String>,
+}
+
+impl ScenarioStatus {
+    fn of(index: usize, s: &crate::engine::ScenarioPlan, rows: &[&InjectionRow], running: bool) -> Self {
+        let any = |state: &str| rows.iter().any(|r| r.state == state);
+        let state = if rows.is_empty() {
+            if running { "scheduled" } else { "not_run" }
+        } else if any("retrying") {
+            "retrying"
+        } else if any("pending") || any("active") {
+            "active"
+        } else if any("reverted") || any("expired") {
+            "ended"
+        } else {
+            // Nothing took: every target was gone, or the driver failed (`error` says which).
+            "failed"
+        };
+        ScenarioStatus {
+            index,
+            kind: s.fault_type.clone(),
+            fault: s.fault.clone(),
+            at: s.at_ms as f64 / 1000.0,
+            duration_seconds: s.duration_ms as f64 / 1000.0,
+            intensity: s.intensity,
+            state: state.into(),
+            fired_at: rows.iter().map(|r| r.injected_at).min(),
+            ended_at: if state == "ended" { rows.iter().filter_map(|r| r.reverted_at).max() } else { None },
+            error: rows.iter().rev().find_map(|r| r.error.clone()),
+        }
+    }
+}
+
 /// A journal row still open.
 #[derive(Serialize, ToSchema)]
 pub struct OpenInjection {
+    /// The scenario that made it (its index); none for the primary fault.
+    pub scenario: Option<i64>,
     pub target: String,
     /// pending, active or retrying.
     pub state: String,
@@ -249,14 +306,24 @@ impl Status {
     pub fn new(row: ExperimentRow, injections: Vec<InjectionRow>, events: Vec<EventRow>) -> Result<Self, StoreError> {
         let plan = plan_of(&row)?;
         let resources = plan.resources.iter().map(|r| ResourceView::of(r, &injections)).collect();
-        // Resources have journal rows too; the rest are the fault's.
+        // Resources have journal rows too; the rest are the faults'.
         let injections: Vec<InjectionRow> = injections.into_iter().filter(|i| !i.plugin.starts_with(crate::engine::PLATFORM_ROW)).collect();
-        // The latest journal row of each target says what is in effect there.
+        let running = row.state == "running";
+        let scenarios = plan
+            .scenarios
+            .iter()
+            .enumerate()
+            .map(|(index, s)| {
+                let rows: Vec<&InjectionRow> = injections.iter().filter(|i| i.scenario == Some(index as i64)).collect();
+                ScenarioStatus::of(index, s, &rows, running)
+            })
+            .collect();
+        // The latest journal row of the primary fault on each target says what it did there.
         let targets = plan
             .targets
             .iter()
             .map(|t| {
-                let last = injections.iter().rev().find(|i| i.target_id == t.id);
+                let last = injections.iter().rev().find(|i| i.target_id == t.id && i.scenario.is_none());
                 TargetStatus {
                     id: t.id.clone(),
                     name: t.name.clone(),
@@ -270,6 +337,7 @@ impl Status {
             .iter()
             .filter(|i| OPEN_STATES.contains(&i.state.as_str()))
             .map(|i| OpenInjection {
+                scenario: i.scenario,
                 target: i.target_name.clone(),
                 state: i.state.clone(),
                 intensity: i.intensity,
@@ -282,6 +350,7 @@ impl Status {
         Ok(Status {
             open_injections,
             resources,
+            scenarios,
             platform: row.platform.clone(),
             state: row.state.clone(),
             phase: row.phase.clone(),
