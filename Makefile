@@ -4,7 +4,8 @@
 # tests also need the host's own `nft`, `tc` and `nsenter`, to check from
 # outside what a network fault left in a container (Debian packages),
 # schemathesis (from PyPI, pinned) to check the API against its document,
-# and Debian's chromium for the tests in a real headless browser.
+# Debian's chromium for the tests in a real headless browser, and Debian's
+# adb, which the Android tests drive the device simulator through.
 
 CARGO ?= cargo
 ARGS ?=
@@ -32,6 +33,8 @@ test-tools:
 		$(PYTHON) -m pip install --quiet 'schemathesis==$(SCHEMATHESIS_VERSION)'
 	@command -v chromium >/dev/null || \
 		{ apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+	@command -v adb >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq adb >/dev/null; }
 
 test: setup test-tools
 	$(CARGO) test --workspace --exclude 'test-plugin-*' --no-fail-fast

@@ -7,6 +7,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 use crate::api::Limits;
+use crate::capabilities::adb::AdbConfig;
+use crate::platforms::android::options::AndroidConfig;
 use crate::plugins::GrantPolicy;
 
 #[derive(Parser)]
@@ -27,6 +29,25 @@ pub enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// Undoes emulator console settings after a time-to-live, unless ended
+    /// first: what the host starts for a fault on an emulator's console,
+    /// so it ends on time even if the host dies. Not for people.
+    #[command(name = "console-watchdog", hide = true)]
+    ConsoleWatchdog {
+        /// The watchdog's id, which the host finds it by.
+        #[arg(long)]
+        id: String,
+        /// The emulator's console port.
+        #[arg(long)]
+        port: u16,
+        #[arg(long)]
+        after_seconds: u64,
+        #[arg(long)]
+        token_file: PathBuf,
+        /// Console commands, sent in order.
+        #[arg(last = true)]
+        commands: Vec<String>,
     },
 }
 
@@ -91,6 +112,43 @@ pub struct ServeArgs {
     /// none (`proxy_listen`); each gets a free port.
     #[arg(long, env = "FAULTLINE_PROXY_BIND", default_value = "127.0.0.1")]
     pub proxy_bind: std::net::IpAddr,
+    /// The adb server (host:port) Android experiments go through; one is
+    /// started there if none runs. Default: 127.0.0.1 and
+    /// ANDROID_ADB_SERVER_PORT, else 5037, as the adb client does.
+    #[arg(long, value_name = "ADDRESS")]
+    pub adb_server: Option<SocketAddr>,
+    /// The `adb` binary, to start an adb server when none runs.
+    #[arg(long, value_name = "PATH", default_value = "adb")]
+    pub adb: PathBuf,
+    /// The device Android experiments use when no emulator is launched;
+    /// default the first online device no experiment holds.
+    #[arg(long, env = "ANDROID_SERIAL", value_name = "SERIAL")]
+    pub adb_serial: Option<String>,
+    /// The Android SDK's `emulator` binary: when set, each Android
+    /// experiment launches an emulator of its own (and shuts it down).
+    #[arg(long, value_name = "PATH")]
+    pub emulator: Option<PathBuf>,
+    /// The AVD to launch (emulator.name; a request's android_run.avd_name wins).
+    #[arg(long, value_name = "AVD")]
+    pub emulator_name: Option<String>,
+    /// The API level Android devices must run (emulator.sdk_version); checked once booted.
+    #[arg(long, value_name = "LEVEL")]
+    pub emulator_sdk_version: Option<u32>,
+    /// The screen density set on the device for an experiment, in dpi (emulator.screen_density).
+    #[arg(long, value_name = "DPI")]
+    pub emulator_screen_density: Option<u32>,
+    /// The device's network profile: LTE, 3G, EDGE, GPRS or Full.
+    #[arg(long, default_value = "Full", value_parser = parse_profile)]
+    pub network_profile: String,
+    /// How long a launched emulator may take to boot, in seconds.
+    #[arg(long, default_value_t = 300)]
+    pub emulator_boot_timeout_seconds: u64,
+    /// The emulator console's auth token file; default ~/.emulator_console_auth_token.
+    #[arg(long, value_name = "PATH")]
+    pub emulator_console_token: Option<PathBuf>,
+    /// Largest APK an upload may carry, in MiB.
+    #[arg(long, default_value_t = 256)]
+    pub max_apk_mb: u64,
     /// Also build a small demo system (web → api → db) and run one
     /// experiment on it through the API, printing its phases and score.
     #[arg(long)]
@@ -98,6 +156,11 @@ pub struct ServeArgs {
     /// Log JSON lines instead of text.
     #[arg(long, env = "FAULTLINE_LOG_JSON")]
     pub log_json: bool,
+}
+
+fn parse_profile(s: &str) -> Result<String, String> {
+    use crate::platforms::android::profiles;
+    profiles::find(s).map(|p| p.name.to_string()).ok_or_else(|| format!("`{s}` is none of {}", profiles::names().join(", ")))
 }
 
 /// A capability name as Docker takes it: letters and underscores.
@@ -134,6 +197,11 @@ pub struct HostConfig {
     pub retention: Option<Duration>,
     /// Where proxy listeners bind by default (`--proxy-bind`).
     pub proxy_bind: std::net::IpAddr,
+    /// How the host reaches adb.
+    pub adb: AdbConfig,
+    pub android: AndroidConfig,
+    /// Largest APK an upload may carry.
+    pub max_apk_bytes: u64,
 }
 
 impl HostConfig {
@@ -151,6 +219,23 @@ impl HostConfig {
             demo: args.demo,
             protect: args.protect.clone(),
             proxy_bind: args.proxy_bind,
+            adb: {
+                let mut adb = AdbConfig::from_env();
+                adb.server = args.adb_server.unwrap_or(adb.server);
+                adb.adb = args.adb.clone();
+                adb.console_token = args.emulator_console_token.clone().unwrap_or(adb.console_token);
+                adb
+            },
+            android: AndroidConfig {
+                serial: args.adb_serial.clone(),
+                emulator: args.emulator.clone(),
+                emulator_name: args.emulator_name.clone(),
+                sdk_version: args.emulator_sdk_version,
+                screen_density: args.emulator_screen_density,
+                network_profile: args.network_profile.clone(),
+                boot_timeout: Duration::from_secs(args.emulator_boot_timeout_seconds),
+            },
+            max_apk_bytes: args.max_apk_mb << 20,
             retention: (args.retention_days > 0).then(|| Duration::from_secs(args.retention_days * 86_400)),
             limits: Limits {
                 max_duration: Duration::from_secs(args.max_duration_seconds),

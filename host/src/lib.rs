@@ -23,7 +23,10 @@ use faultline_plugin_runtime::{HostCapabilities, PluginEngine, RuntimeConfig};
 
 use crate::api::AppState;
 use crate::auth::{Role, mint_key};
+use crate::capabilities::adb::AdbHost;
 use crate::capabilities::docker::DockerEngine;
+use crate::platforms::android::{self, AndroidPlatform};
+use crate::platforms::android::apks::{ApkStore, StoredApks};
 use crate::capabilities::proxy::FaultProxy;
 use crate::platforms::frontend::FrontendPlatform;
 use crate::config::HostConfig;
@@ -77,8 +80,13 @@ pub async fn start_host(config: &HostConfig, mut capabilities: HostCapabilities,
     // The frontend needs nothing from the machine: the fault proxy is ours.
     let proxy = Arc::new(FaultProxy::default());
     capabilities.proxy = proxy.clone();
-    let frontend = Arc::new(FrontendPlatform::new(proxy, store.clone(), config.proxy_bind));
-    let platforms = platforms.with(frontend.clone());
+    let frontend = Arc::new(FrontendPlatform::new(proxy.clone(), store.clone(), config.proxy_bind));
+    // Android needs an adb server, which is found (or started) at first use.
+    let apks = Arc::new(ApkStore::open(android::apk_dir(&config.data_dir), store.clone(), config.max_apk_bytes)?);
+    let adb = Arc::new(AdbHost::new(config.adb.clone(), Arc::new(StoredApks(apks.clone()))));
+    capabilities.adb = adb.clone();
+    let android = Arc::new(AndroidPlatform::new(adb, apks.clone(), store.clone(), proxy, config.android.clone()));
+    let platforms = platforms.with(frontend.clone()).with(android);
     let metrics = Arc::new(Metrics::default());
     capabilities.log = Arc::new(telemetry::ExperimentLog { store: store.clone(), inner: capabilities.log });
     capabilities.helper_caps = Arc::new(HelperCaps::with(&config.helper_caps));
@@ -123,6 +131,7 @@ pub async fn start_host(config: &HostConfig, mut capabilities: HostCapabilities,
         limits: config.limits.clone(),
         frontend: Some(frontend),
         report_limits: Arc::default(),
+        apks: Some(apks),
     };
     Ok(Host { state, recovery, bootstrap_key })
 }

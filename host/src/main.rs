@@ -21,5 +21,9 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", key.secret);
             Ok(())
         }
+        Command::ConsoleWatchdog { id: _, port, after_seconds, token_file, commands } => {
+            let after = std::time::Duration::from_secs(after_seconds);
+            faultline::capabilities::adb::watchdog::run_console_watchdog(port, token_file, after, commands).await
+        }
     }
 }

@@ -24,7 +24,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use faultline_plugin_runtime::capability::adb::{Adb, Device, ShellOutput};
+use faultline_plugin_runtime::capability::adb::{Adb, Device, RevertCommand, ShellOutput};
 use faultline_plugin_runtime::capability::docker::{
     Container, Docker, ExecOutput, HelperOwner, HelperSpec, Machine, ResourceUsage, StartedHelper,
 };
@@ -163,6 +163,17 @@ impl Adb for RecordingHost {
     async fn emulator_console(&self, serial: String, command: String) -> CapResult<String> {
         self.record("adb.emulator_console", args!(serial, command))?;
         Ok("OK".into())
+    }
+    async fn arm_watchdog(&self, serial: String, commands: Vec<RevertCommand>, ttl_seconds: u32) -> CapResult<String> {
+        self.record("adb.arm_watchdog", args!(serial, commands, ttl_seconds))?;
+        Ok(self.next_id("wd").replace("wd-", "wd-0"))
+    }
+    async fn disarm_watchdog(&self, serial: String, id: String) -> CapResult<()> {
+        self.record("adb.disarm_watchdog", args!(serial, id))
+    }
+    /// Uploaded APKs are named after their package in the harness.
+    async fn apk_package(&self, apk: &str) -> CapResult<String> {
+        Ok(apk.to_string())
     }
 }
 

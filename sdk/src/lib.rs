@@ -44,6 +44,7 @@ pub mod bindings {
     });
 }
 
+pub mod android;
 pub mod helper;
 mod settings;
 pub mod web;

@@ -44,11 +44,17 @@ impl Settings {
 impl IntensitySpec {
     /// An intensity applied to each target, ramped in `step`s.
     pub fn per_target(unit: &str, min: f64, max: f64, default: f64, step: f64) -> Self {
-        IntensitySpec { unit: unit.into(), min, max, default, step, scope: IntensityScope::PerTarget }
+        IntensitySpec { unit: unit.into(), min, max, default, step, scope: IntensityScope::PerTarget, descending: false }
+    }
+
+    /// An intensity applied to each target where lower is harsher (a
+    /// battery level): ramps go down from `max` to the level asked for.
+    pub fn descending(unit: &str, min: f64, max: f64, default: f64, step: f64) -> Self {
+        IntensitySpec { descending: true, ..Self::per_target(unit, min, max, default, step) }
     }
 
     /// An intensity that is the percentage of targets affected.
     pub fn share_of_targets(default: f64, step: f64) -> Self {
-        IntensitySpec { unit: "percent".into(), min: 1.0, max: 100.0, default, step, scope: IntensityScope::ShareOfTargets }
+        IntensitySpec { unit: "percent".into(), min: 1.0, max: 100.0, default, step, scope: IntensityScope::ShareOfTargets, descending: false }
     }
 }

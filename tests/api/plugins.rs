@@ -57,7 +57,7 @@ async fn an_uploaded_plugin_is_listed_with_its_unit_and_range_and_kept_across_re
     let types = host.api.get("/fault-types").await;
     let steady = types.body.as_array().unwrap().iter().find(|t| t["name"] == "test_steady").unwrap();
     assert_eq!(steady["name"], "test_steady");
-    assert_eq!(steady["intensity"], json!({"unit": "level", "min": 0.0, "max": 100.0, "default": 50.0, "step": 10.0, "scope": "per_target"}));
+    assert_eq!(steady["intensity"], json!({"unit": "level", "min": 0.0, "max": 100.0, "default": 50.0, "step": 10.0, "scope": "per_target", "descending": false}));
     assert_eq!(steady["platforms"], json!(["backend", "frontend", "android"]));
     assert!(steady["description"].as_str().unwrap().contains("log and clock"));
     assert!(dir.path().join("plugins/steady.wasm").exists(), "an upload is written to the plugins directory");

@@ -419,6 +419,7 @@ fn faultline(runtime: &Runtime, origin: &OriginProcess, delay: Option<u32>) -> (
     let proxy = FaultProxy::default();
     let spec = ListenerSpec {
         site: origin.url(),
+        forward: false,
         experiment: "bench".into(),
         bind: "127.0.0.1:0".parse().unwrap(),
         apply_rules: true,

@@ -17,6 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 async fn listener(proxy: &FaultProxy, origin: &Origin, apply_rules: bool, ttl: Duration) -> Arc<Listener> {
     let spec = ListenerSpec {
         site: origin.url(),
+        forward: false,
         experiment: "exp-1".into(),
         bind: "127.0.0.1:0".parse().unwrap(),
         apply_rules,
@@ -224,4 +225,37 @@ async fn an_origin_that_is_gone_is_a_bad_gateway_not_a_hang() {
     let response = client().get(format!("{}/hello", l.url())).send().await.unwrap();
     assert_eq!(response.status(), 502);
     assert!(started.elapsed() < Duration::from_secs(15));
+}
+
+#[tokio::test]
+async fn as_a_devices_http_proxy_a_listener_forwards_to_the_origin_each_request_names_under_its_rules() {
+    let origin = Origin::start().await;
+    let proxy = FaultProxy::default();
+    let spec = ListenerSpec {
+        site: "emulator-5554/dev.faultline.testapp".into(),
+        forward: true,
+        experiment: "exp-1".into(),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        apply_rules: true,
+        ttl: Duration::from_secs(60),
+        worker_script: Bytes::new(),
+        traffic: Arc::new(Traffic::default()),
+    };
+    let l = proxy.open(spec).await.unwrap();
+    // A client set to use the listener as its HTTP proxy, as the device is.
+    let client = reqwest::Client::builder().proxy(reqwest::Proxy::http(l.url()).unwrap()).build().unwrap();
+    let (status, clean) = timed_get(&client, &format!("{}/hello", origin.url())).await;
+    assert_eq!(status, 200);
+    assert!(clean < Duration::from_millis(500), "{clean:?}");
+    proxy.add_rule("emulator-5554/dev.faultline.testapp".into(), rule("/hello", &[], RuleAction::Delay((600, 0)), 1.0), "exp-1").await.unwrap();
+    let (status, slow) = timed_get(&client, &format!("{}/hello", origin.url())).await;
+    assert_eq!(status, 200);
+    assert!(slow >= Duration::from_millis(600), "the rule on the app's traffic held it: {slow:?}");
+    // An origin-form request is not a proxy request.
+    let direct = client_without_proxy_get(&format!("{}/hello", l.url())).await;
+    assert_eq!(direct, 502, "a forward proxy forwards only what names its origin");
+}
+
+async fn client_without_proxy_get(url: &str) -> u16 {
+    client().get(url).send().await.map(|r| r.status().as_u16()).unwrap_or(0)
 }

@@ -87,6 +87,13 @@ impl Api {
         Self::send(self.request(method, path).header(CONTENT_TYPE, content_type).body(body)).await
     }
 
+    /// Uploads a file as the multipart part `part` of a POST to `path`.
+    pub async fn upload(&self, path: &str, part: &str, bytes: Vec<u8>) -> Reply {
+        let file = reqwest::multipart::Part::bytes(bytes).file_name("app.apk").mime_str("application/vnd.android.package-archive").expect("a mime type");
+        let form = reqwest::multipart::Form::new().part(part.to_string(), file);
+        Self::send(self.request(reqwest::Method::POST, path).multipart(form)).await
+    }
+
     /// Starts an experiment on `platform`, which must be accepted; its answer.
     pub async fn start(&self, platform: &str, request: &Value) -> Value {
         let started = self.post_json(&format!("/experiments/{platform}/start"), request).await;

@@ -3,6 +3,7 @@
 //! platform), talking to it over HTTP, and driving a real headless
 //! Chromium against a test web application.
 
+pub mod android;
 pub mod browser;
 pub mod client;
 pub mod docker;

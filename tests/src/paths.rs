@@ -65,3 +65,28 @@ pub fn host_binary() -> PathBuf {
         })
         .clone()
 }
+
+/// The device simulator and the `emulator` stand-in (tests/device-sim),
+/// built once per test binary; the simulator's path.
+pub fn device_sim_binary() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let target = target_dir();
+            let mut cmd = cargo();
+            cmd.args(["build", "-p", "faultline-device-sim", "--bins", "--target-dir"]).arg(&target);
+            run(cmd, "the device simulator");
+            target.join("debug").join("faultline-device-sim")
+        })
+        .clone()
+}
+
+/// The `emulator` stand-in, beside the simulator.
+pub fn emulator_standin() -> PathBuf {
+    device_sim_binary().with_file_name("emulator")
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}

@@ -2,14 +2,13 @@
 //! own data directory.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::client::Api;
-use crate::paths::host_binary;
+use crate::paths::{free_port, host_binary};
 
 pub struct HostProcess {
     child: Child,
@@ -19,10 +18,6 @@ pub struct HostProcess {
     pub stdout: Vec<String>,
     /// What it printed after that.
     later: Arc<Mutex<Vec<String>>>,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 impl HostProcess {

@@ -151,6 +151,6 @@ impl Platform for ScriptedPlatform {
         let worst = targets.iter().filter_map(|t| in_effect.get(&t.id)).copied().fold(0.0, f64::max);
         let health = if worst <= *self.tolerated.lock().unwrap() { 1.0 } else { self.degraded };
         let health = self.forced_health.lock().unwrap().unwrap_or(health);
-        Observation { health, metrics: BTreeMap::from([("level_in_effect".to_string(), worst)]) }
+        Observation { health, metrics: BTreeMap::from([("level_in_effect".to_string(), worst)]), ..Default::default() }
     }
 }

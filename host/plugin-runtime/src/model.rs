@@ -44,6 +44,9 @@ pub struct IntensitySpec {
     pub default: f64,
     pub step: f64,
     pub scope: IntensityScope,
+    /// Lower is harsher (a battery level).
+    #[serde(default)]
+    pub descending: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,6 +169,7 @@ impl From<wit::FaultInfo> for FaultInfo {
                     wit::IntensityScope::PerTarget => IntensityScope::PerTarget,
                     wit::IntensityScope::ShareOfTargets => IntensityScope::ShareOfTargets,
                 },
+                descending: s.descending,
             }),
             params: i
                 .params

@@ -35,6 +35,9 @@ const AUDITED: &[(Method, &str, &str)] = &[
     (Method::POST, "/plugins/{name}", "plugin.load"),
     (Method::PUT, "/plugins/{name}", "plugin.replace"),
     (Method::DELETE, "/plugins/{name}", "plugin.unload"),
+    (Method::POST, "/upload/apk", "apk.upload"),
+    (Method::POST, "/android/upload", "apk.upload"),
+    (Method::DELETE, "/apks/{id}", "apk.delete"),
 ];
 
 /// What a handler adds to its audit record.
@@ -142,6 +145,10 @@ pub enum AuditAction {
     PluginReplace,
     #[schema(rename = "plugin.unload")]
     PluginUnload,
+    #[schema(rename = "apk.upload")]
+    ApkUpload,
+    #[schema(rename = "apk.delete")]
+    ApkDelete,
 }
 
 /// How an audited call ended: `refused` for a 4xx, `failed` for a 5xx.
@@ -155,7 +162,7 @@ pub enum Outcome {
 }
 
 /// Every action the trail records: the audited routes' and the host's own.
-const ACTIONS: [&str; 9] = [
+const ACTIONS: [&str; 11] = [
     "experiment.start",
     "experiment.stop",
     "emergency_stop.engage",
@@ -165,6 +172,8 @@ const ACTIONS: [&str; 9] = [
     "plugin.load",
     "plugin.replace",
     "plugin.unload",
+    "apk.upload",
+    "apk.delete",
 ];
 const OUTCOMES: [&str; 3] = ["succeeded", "refused", "failed"];
 
@@ -181,9 +190,9 @@ pub struct AuditEvent {
     role: Option<String>,
     /// experiment.start, experiment.stop, emergency_stop.engage,
     /// emergency_stop.lift, api_key.create, api_key.revoke, plugin.load,
-    /// plugin.replace, plugin.unload.
+    /// plugin.replace, plugin.unload, apk.upload, apk.delete.
     action: String,
-    /// The experiment id, key or plugin name acted on.
+    /// The experiment id, key, plugin name or APK id acted on.
     subject: Option<String>,
     /// succeeded, refused or failed.
     outcome: String,

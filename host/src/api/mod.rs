@@ -2,6 +2,7 @@
 //! problem+json. The OpenAPI document is collected from the handlers and
 //! finished in `openapi`.
 
+mod apks;
 mod audit;
 pub mod collector;
 mod emergency;
@@ -51,6 +52,8 @@ pub struct AppState {
     /// The frontend platform's browser side (collector, service worker).
     pub frontend: Option<Arc<FrontendPlatform>>,
     pub report_limits: Arc<collector::ReportLimits>,
+    /// Uploaded APKs (the Android platform's).
+    pub apks: Option<Arc<crate::platforms::android::apks::ApkStore>>,
 }
 
 /// Bounds on what a request may ask for.
@@ -76,8 +79,9 @@ impl Default for Limits {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Faultline", description = "Chaos experiment control service"),
-    components(schemas(Problem, experiments::AndroidFields, experiments::AndroidKind, experiments::AndroidRun,
-        experiments::Scenario, experiments::Expected, crate::platforms::frontend::options::FrontendOptions)),
+    components(schemas(Problem, crate::platforms::android::options::AndroidOptions, crate::platforms::android::options::AndroidKind,
+        crate::platforms::android::options::AndroidRun, crate::platforms::android::options::EmulatorSettings,
+        crate::platforms::android::options::Expected, experiments::Scenario, crate::platforms::frontend::options::FrontendOptions)),
     modifiers(&ApiKeyScheme),
     security(("api_key" = []))
 )]
@@ -103,6 +107,14 @@ fn browser_side() -> OpenApiRouter<AppState> {
         .routes(routes!(collector::vitals))
 }
 
+/// APK uploads stream to disk under their own limit, not the JSON one.
+fn uploads() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(apks::upload_apk))
+        .routes(routes!(apks::android_upload))
+        .layer(DefaultBodyLimit::disable())
+}
+
 /// Every route, with the OpenAPI document built from the same handlers.
 pub fn router(state: AppState) -> Router {
     let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -120,6 +132,9 @@ pub fn router(state: AppState) -> Router {
         .routes(routes!(telemetry::prometheus))
         .routes(routes!(emergency::status, emergency::engage, emergency::lift))
         .routes(routes!(audit::list))
+        .routes(routes!(apks::list_apks))
+        .routes(routes!(apks::get_apk, apks::delete_apk))
+        .merge(uploads())
         .merge(browser_side())
         .split_for_parts();
     let openapi = Arc::new(openapi::finish(openapi, &state.limits));

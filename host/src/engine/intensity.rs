@@ -19,6 +19,12 @@ pub struct Ramp {
 
 impl Ramp {
     pub fn new(intensity: &Intensity, injecting_ms: u64) -> Self {
+        // Built on the rising scale of severity, then read back as levels.
+        let rising = Self::rising(&intensity.as_severity(), injecting_ms);
+        Ramp { levels: rising.levels.iter().map(|s| intensity.level(*s)).collect(), ..rising }
+    }
+
+    fn rising(intensity: &Intensity, injecting_ms: u64) -> Self {
         let target = intensity.requested;
         let ramp_ms = intensity.ramp_ms.unwrap_or(injecting_ms / 2).min(injecting_ms);
         if !intensity.graded || !intensity.ramp || ramp_ms == 0 || intensity.step <= 0.0 || target <= intensity.min {
@@ -50,6 +56,9 @@ impl Ramp {
 /// backs off when it does not, and remembers the highest level tolerated.
 #[derive(Debug, Clone)]
 pub struct Adaptive {
+    /// The fault's own model: levels are read back through it.
+    model: Intensity,
+    /// On the rising scale of severity, like the fields below.
     current: f64,
     floor: f64,
     ceiling: f64,
@@ -60,11 +69,13 @@ pub struct Adaptive {
 }
 
 impl Adaptive {
-    pub fn new(intensity: &Intensity, baseline_health: f64, tolerance: f64) -> Self {
+    pub fn new(model: &Intensity, baseline_health: f64, tolerance: f64) -> Self {
+        let intensity = &model.as_severity();
         let floor = intensity.min.max(0.0);
         // One step is the gentlest level worth trying (50 ms, not 51 ms).
         let first = intensity.step.max(floor).min(intensity.requested);
         Adaptive {
+            model: model.clone(),
             current: if intensity.graded { first } else { intensity.requested },
             floor,
             ceiling: intensity.requested,
@@ -75,22 +86,28 @@ impl Adaptive {
     }
 
     pub fn current(&self) -> f64 {
-        self.current
+        self.model.level(self.current)
     }
 
+    /// The harshest level tolerated: the highest, or for a descending
+    /// intensity the lowest.
     pub fn max_tolerated(&self) -> Option<f64> {
-        self.max_tolerated
+        self.max_tolerated.map(|s| self.model.level(s))
     }
 
     /// Takes the health measured at the current level; returns the next level.
     pub fn observe(&mut self, health: f64) -> f64 {
+        self.advance(health);
+        self.current()
+    }
+
+    fn advance(&mut self, health: f64) {
         if health >= self.threshold {
             self.max_tolerated = Some(self.max_tolerated.map_or(self.current, |m| m.max(self.current)));
             self.current = (self.current + self.step).min(self.ceiling);
         } else {
             self.current = (self.current - self.step).max(self.floor.max(self.step.min(self.ceiling)));
         }
-        self.current
     }
 }
 
@@ -100,7 +117,44 @@ mod tests {
     use faultline_plugin_runtime::model::IntensityScope;
 
     fn intensity(requested: f64, step: f64) -> Intensity {
-        Intensity { requested, min: 0.0, step, unit: "percent".into(), scope: IntensityScope::PerTarget, graded: true, ramp: true, ramp_ms: None }
+        Intensity {
+            requested,
+            min: 0.0,
+            max: 100.0,
+            step,
+            unit: "percent".into(),
+            scope: IntensityScope::PerTarget,
+            graded: true,
+            ramp: true,
+            ramp_ms: None,
+            descending: false,
+        }
+    }
+
+    fn battery(requested: f64) -> Intensity {
+        Intensity { min: 1.0, descending: true, ..intensity(requested, 10.0) }
+    }
+
+    #[test]
+    fn a_descending_intensity_ramps_down_from_its_maximum_to_the_requested_level() {
+        let ramp = Ramp::new(&battery(20.0), 8000);
+        assert_eq!(ramp.levels(), &[90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 20.0]);
+        assert_eq!(ramp.level_at(0), 90.0);
+        assert_eq!(ramp.level_at(4000), 20.0);
+    }
+
+    #[test]
+    fn adaptive_lowers_a_descending_intensity_while_tolerated_and_reports_the_lowest() {
+        let mut a = Adaptive::new(&battery(50.0), 1.0, 0.2);
+        assert_eq!(a.current(), 90.0);
+        assert_eq!(a.observe(1.0), 80.0);
+        assert_eq!(a.observe(1.0), 70.0);
+        assert_eq!(a.observe(0.1), 80.0);
+        assert_eq!(a.max_tolerated(), Some(80.0), "the harshest level tolerated is the lowest");
+        for _ in 0..10 {
+            a.observe(1.0);
+        }
+        assert_eq!(a.current(), 50.0, "never below the requested floor");
     }
 
     #[test]

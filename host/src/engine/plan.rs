@@ -55,6 +55,11 @@ pub struct Plan {
     /// Timed faults besides the primary one, in the order requested.
     #[serde(default)]
     pub scenarios: Vec<ScenarioPlan>,
+    /// The capabilities the experiment's drivers were granted (the primary
+    /// fault's and the scenarios'): an Android experiment routes the
+    /// device's traffic through the fault proxy only when one has `proxy`.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
 }
 
 /// A timed fault: its own driver instance, journal rows and rollback,
@@ -95,6 +100,9 @@ impl ScenarioPlan {
 pub struct Intensity {
     pub requested: f64,
     pub min: f64,
+    /// The fault's highest level (where a descending intensity starts).
+    #[serde(default)]
+    pub max: f64,
     pub step: f64,
     pub unit: String,
     pub scope: IntensityScope,
@@ -106,6 +114,31 @@ pub struct Intensity {
     /// injecting; by default the middle of injecting.
     #[serde(default)]
     pub ramp_ms: Option<u64>,
+    /// Lower is harsher (a battery level): the ramp and the adaptive
+    /// controller go down from `max`.
+    #[serde(default)]
+    pub descending: bool,
+}
+
+impl Intensity {
+    /// How harsh a level is, on a scale that rises whatever the fault's
+    /// direction: the level itself, or how far below `max` it is.
+    pub fn severity(&self, level: f64) -> f64 {
+        if self.descending { self.max - level } else { level }
+    }
+
+    /// The level of a severity (the inverse of `severity`).
+    pub fn level(&self, severity: f64) -> f64 {
+        if self.descending { self.max - severity } else { severity }
+    }
+
+    /// The same model on the rising scale of severity.
+    pub fn as_severity(&self) -> Intensity {
+        if !self.descending {
+            return self.clone();
+        }
+        Intensity { requested: self.severity(self.requested), min: 0.0, max: self.max - self.min, descending: false, ..self.clone() }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

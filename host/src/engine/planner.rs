@@ -60,6 +60,7 @@ impl Engine {
             known: self.plugins().fault_names(),
         })?;
         let mut plan = draft(plugin.plugin.info(), plugin.plugin.name())?;
+        plan.capabilities = capabilities(&plugin, &plan, self.plugins());
         let platform = platforms.get(kind).ok_or(PlanError::PlatformUnavailable(kind.as_str()))?;
         let resolved = platform.resolve(&plan.selectors, &plan.options).await.map_err(PlanError::from)?;
         (plan.targets, plan.excluded) = (resolved.targets, resolved.excluded);
@@ -80,6 +81,18 @@ impl Engine {
         }
         Ok(Planned { plan, plugin, scenarios, platform })
     }
+}
+
+/// What the primary fault's and the scenarios' plugins may use, by name.
+fn capabilities(primary: &PluginEntry, plan: &Plan, plugins: &crate::plugins::PluginRegistry) -> Vec<String> {
+    let scenarios = plan.scenarios.iter().filter_map(|s| plugins.plugin(&s.plugin));
+    let mut names: Vec<String> = std::iter::once(primary.plugin.grants().clone())
+        .chain(scenarios.map(|e| e.plugin.grants().clone()))
+        .flat_map(|grants| grants.iter().map(|c| c.interface().to_string()).collect::<Vec<_>>())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The guardrails on size: how many targets, and how far a fault on them can reach.

@@ -51,6 +51,8 @@ pub(super) struct Run {
     seq: i64,
     baseline: Vec<f64>,
     injecting: Vec<f64>,
+    /// Why the platform lost the system under test, if it did.
+    lost: Option<String>,
 }
 
 impl Run {
@@ -88,6 +90,7 @@ impl Run {
             seq: 0,
             baseline: vec![],
             injecting: vec![],
+            lost: None,
         }
     }
 
@@ -104,7 +107,7 @@ impl Run {
             Ok(()) => None,
             Err(Failure(reason)) => Some(reason),
         };
-        failure = failure.or_else(|| self.scenarios.failure());
+        failure = failure.or_else(|| self.lost.clone()).or_else(|| self.scenarios.failure());
         self.enter(Phase::Recovering).await;
         let mut rollback_failures = self.rollback(failure.as_deref()).await;
         // A stopped or failed run is watched just long enough to take one
@@ -126,7 +129,7 @@ impl Run {
             self.sample(Phase::Recovering).await;
         }
         rollback_failures.extend(self.scenarios.revert_failures());
-        let failure = failure.or_else(|| self.scenarios.failure());
+        let failure = failure.or_else(|| self.lost.clone()).or_else(|| self.scenarios.failure());
         self.release_resources().await;
         // Read again: a stop may have come while recovery was watched.
         let interrupt = self.interrupt.lock().expect("interrupt lock").clone();
@@ -349,20 +352,24 @@ impl Run {
             state = "failed";
             error = Some(error.map_or(note.clone(), |e| format!("{e}; {note}")));
         }
+        let verdict = self.platform.verdict(&self.id).await;
         let score = (state != "failed").then(|| {
             score(&ScoreInputs {
                 baseline: self.baseline.clone(),
                 injecting: self.injecting.clone(),
                 recovered_after_ms,
                 recovering_ms: self.plan.phases.recovering_ms,
-                expectations: None,
+                expectations: verdict.as_ref().map(|v| (v.met, v.given)),
             })
         });
-        let result = json!({
+        let mut result = json!({
             "score": score,
             "max_tolerated_intensity": self.max_tolerated,
             "recovered_after_ms": recovered_after_ms,
         });
+        if let Some(verdict) = verdict {
+            result["expectations"] = verdict.report;
+        }
         if let Some(e) = &error {
             self.event("failed", e).await;
         }
@@ -405,6 +412,16 @@ impl Run {
         let taken_at = Instant::now();
         let (mut observation, probed) = tokio::join!(self.platform.observe(&self.id, &self.plan.targets), self.prober.read());
         let checks = probed.as_ref().map(|p| p.checks.clone()).unwrap_or_default();
+        if let Some(why) = observation.lost.clone()
+            && self.lost.is_none()
+        {
+            // The system under test is gone: end now, rolled back, as failed.
+            tracing::warn!(experiment = %self.id, "{why}");
+            self.event("lost", &why).await;
+            self.lost = Some(why);
+            self.scenarios.end();
+            self.cancel.cancel();
+        }
         if let Some(reading) = probed {
             observation.health *= reading.success;
             observation.metrics.extend(reading.metrics);

@@ -2,6 +2,7 @@
 //! request's targets and observe the system's health. Each platform
 //! (backend, frontend, android) lives in a folder of its own.
 
+pub mod android;
 pub mod backend;
 pub mod frontend;
 pub mod probes;
@@ -20,6 +21,19 @@ pub struct Observation {
     pub health: f64,
     /// Named measurements behind the health figure (cpu_percent, p95_ms ...).
     pub metrics: BTreeMap<String, f64>,
+    /// The platform lost the system under test for good (an Android
+    /// device that went away): the experiment ends `failed`, rolled back,
+    /// with this reason.
+    pub lost: Option<String>,
+}
+
+/// What the platform found of the request's expectations, at the end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub met: u32,
+    pub given: u32,
+    /// Each expectation, what was expected, what was seen and why.
+    pub report: serde_json::Value,
 }
 
 /// Something a selector matched that is never a target, and why.
@@ -50,6 +64,10 @@ pub enum ResolveError {
     /// What the experiment needs is taken (an address already in use).
     #[error("{0}")]
     Conflict(String),
+    /// Valid JSON whose meaning the platform refuses, with its own code
+    /// (an unknown APK, no device to run on).
+    #[error("{1}")]
+    Refused(&'static str, String),
 }
 
 /// How far a fault on the targets can reach (the spec's dependency information).
@@ -116,6 +134,13 @@ pub trait Platform: Send + Sync {
     /// Dependencies, blast radius and cascade depth of the targets, where the
     /// platform can know them.
     async fn impact(&self, _targets: &[Target]) -> Option<Impact> {
+        None
+    }
+
+    /// The request's expectations of the system, checked against what was
+    /// observed; called once the faults are reverted and recovery watched,
+    /// before the score is computed. None when the request set none.
+    async fn verdict(&self, _experiment: &str) -> Option<Verdict> {
         None
     }
 }

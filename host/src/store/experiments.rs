@@ -222,7 +222,7 @@ impl Store {
     pub async fn prune(&self, before_ms: i64) -> StoreResult<u64> {
         let ended = "SELECT id FROM experiments WHERE ended_at IS NOT NULL AND ended_at < $1";
         let mut deleted = 0;
-        for table in ["samples", "events", "vitals", "web_traffic"] {
+        for table in ["samples", "events", "vitals", "web_traffic", "android_reports"] {
             let done = sqlx::query(&format!("DELETE FROM {table} WHERE experiment_id IN ({ended})")).bind(before_ms).execute(&self.pool).await?;
             deleted += done.rows_affected();
         }

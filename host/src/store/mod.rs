@@ -1,6 +1,7 @@
 //! Persistence through sqlx. SQLite in the data directory is the embedded
 //! default; the SQL is kept portable so PostgreSQL can follow on the same code.
 
+mod android;
 mod audit;
 mod emergency;
 mod experiments;
@@ -16,6 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
+pub use android::ApkRow;
 pub use audit::{AuditQuery, AuditRow};
 pub use emergency::EmergencyStopRow;
 pub use experiments::{EventRow, ExperimentRow, SampleRow};

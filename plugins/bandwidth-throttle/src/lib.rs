@@ -19,7 +19,7 @@ impl Fault for BandwidthThrottle {
             name: "bandwidth_throttle".into(),
             aliases: vec![],
             description: "Slows the responses of a web app's matching requests to a rate, in kilobits per second".into(),
-            platforms: vec![Platform::Frontend],
+            platforms: vec![Platform::Frontend, Platform::Android],
             intensity: None,
             params: vec![ParamSpec {
                 name: "rate_kbit".into(),

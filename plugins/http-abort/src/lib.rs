@@ -13,7 +13,7 @@ impl Fault for HttpAbort {
             name: "http_abort".into(),
             aliases: vec![],
             description: "Cuts the connection of a percentage of a web app's matching requests, without an answer".into(),
-            platforms: vec![Platform::Frontend],
+            platforms: vec![Platform::Frontend, Platform::Android],
             intensity: Some(IntensitySpec::per_target("percent", 1.0, 100.0, 50.0, 10.0)),
             params: vec![],
             conflicts_with: vec![],

@@ -23,7 +23,7 @@ impl Fault for HttpError {
             name: "http_error".into(),
             aliases: vec![],
             description: "Answers a percentage of a web app's matching requests with an error status (503 by default)".into(),
-            platforms: vec![Platform::Frontend],
+            platforms: vec![Platform::Frontend, Platform::Android],
             intensity: Some(IntensitySpec::per_target("percent", 1.0, 100.0, 50.0, 10.0)),
             params: vec![ParamSpec {
                 name: "status".into(),

@@ -22,7 +22,7 @@ impl Fault for HttpLatency {
             name: "http_latency".into(),
             aliases: vec![],
             description: "Delays a web app's matching requests (milliseconds, optional jitter and share of requests)".into(),
-            platforms: vec![Platform::Frontend],
+            platforms: vec![Platform::Frontend, Platform::Android],
             intensity: Some(IntensitySpec::per_target("ms", 1.0, MAX_MS, 500.0, 100.0)),
             params: vec![
                 ParamSpec {

@@ -41,8 +41,8 @@ const PLATFORMS: [Platform; 3] = [
         name: "android",
         title: "Android",
         targets: "The package names of the apps under test.",
-        note: "The Android platform is not served by this host yet: a request that passes every check answers \
-               503 `platform_unavailable`.",
+        note: "The experiment runs on an emulator the host launches (`--emulator`) or on a device connected to its adb server; \
+               the start installs the uploaded APK (`apk`, from POST /upload/apk) and starts the app, and answers its `package`.",
         example: r#"{"fault_type": "kill_app", "targets": ["com.example.shop"], "target_type": "android",
             "observation_type": "android", "duration_seconds": 60, "apk": "shop-1.4.2",
             "android_run": {"avd_name": "Pixel_6_API_34", "headless": true, "reset_app_state": true},
@@ -63,6 +63,8 @@ struct Platform {
 /// The routes, and the schemas each platform has its own copy of.
 const ROUTES: [&str; 5] = ["start", "preview", "status", "metrics", "stop"];
 const SCHEMAS: [&str; 5] = ["StartRequest", "Started", "PlanSummary", "Status", "Metrics"];
+/// What only an Android start answers: the app's package and its device.
+const ANDROID_ONLY: [&str; 2] = ["package", "device"];
 /// What only the backend knows: how far a fault on the targets reaches.
 const DEPENDENCY_FIELDS: [&str; 4] = ["dependencies", "dependents", "blast_radius", "cascade_depth"];
 
@@ -88,7 +90,7 @@ pub fn per_platform(doc: &mut Value, limits: &Limits) {
     }
     let Some(schemas) = doc["components"]["schemas"].as_object_mut() else { return };
     let generic: Vec<Value> = SCHEMAS.iter().map(|name| schemas.remove(*name).unwrap_or_default()).collect();
-    let android_fields = schemas.remove("AndroidFields").unwrap_or_default();
+    let android_fields = schemas.remove("AndroidOptions").unwrap_or_default();
     let frontend_fields = schemas.remove("FrontendOptions").unwrap_or_default();
     for platform in &PLATFORMS {
         for (name, schema) in SCHEMAS.iter().zip(&generic) {
@@ -96,13 +98,25 @@ pub fn per_platform(doc: &mut Value, limits: &Limits) {
             rename_refs(&mut schema, platform);
             match *name {
                 "StartRequest" => start_request(&mut schema, platform, &android_fields, &frontend_fields),
-                "PlanSummary" if platform.name != "backend" => {
-                    for field in DEPENDENCY_FIELDS {
-                        remove_property(&mut schema, field);
+                "PlanSummary" => {
+                    if platform.name != "backend" {
+                        for field in DEPENDENCY_FIELDS {
+                            remove_property(&mut schema, field);
+                        }
+                    }
+                    if platform.name != "android" {
+                        for field in ANDROID_ONLY {
+                            remove_property(&mut schema, field);
+                        }
                     }
                 }
-                "Status" if platform.name != "backend" => {
-                    schema["properties"]["impact"]["description"] = json!("Always null: only the backend computes dependencies.");
+                "Status" | "Metrics" => {
+                    if platform.name != "android" {
+                        remove_property(&mut schema, "android");
+                    }
+                    if *name == "Status" && platform.name != "backend" {
+                        schema["properties"]["impact"]["description"] = json!("Always null: only the backend computes dependencies.");
+                    }
                 }
                 _ => {}
             }

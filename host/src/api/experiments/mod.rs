@@ -16,9 +16,8 @@ use faultline_plugin_runtime::CallError;
 use faultline_plugin_runtime::model::{FaultError, Platform};
 use serde_json::json;
 
-pub use body::{AndroidFields, AndroidKind, AndroidRun, Expected};
 pub use request::{Scenario, StartRequest};
-pub use view::{Metrics, PlanSummary, Started, Status};
+pub use view::{Metrics, PlanSummary, Started, Status, plan_of};
 
 use super::audit::AuditNote;
 use super::extract::{IdParam, PathParam};
@@ -65,8 +64,18 @@ async fn experiment(state: &AppState, platform_name: &str, id: &str) -> Result<E
 /// The status body of an experiment on this platform.
 async fn status_of(state: &AppState, platform_name: &str, id: &str) -> Result<Status, ApiError> {
     let row = experiment(state, platform_name, id).await?;
+    let android = row.platform == "android";
     let (injections, events) = (state.store.injections(id).await?, state.store.events(id).await?);
-    Ok(Status::new(row, injections, events)?)
+    let mut status = Status::new(row, injections, events)?;
+    if android {
+        status.android = android_report(state, id).await?;
+    }
+    Ok(status)
+}
+
+/// An Android experiment's device report, as last saved.
+async fn android_report(state: &AppState, id: &str) -> Result<Option<serde_json::Value>, ApiError> {
+    Ok(state.store.android_report(id).await?.and_then(|r| serde_json::from_str(&r).ok()))
 }
 
 /// Everything a start checks and computes before injecting (the engine's
@@ -93,6 +102,7 @@ impl From<PlanError> for ApiError {
             PlanError::Resolve(ResolveError::Invalid(_)) => ApiError::unprocessable("invalid_target", detail),
             PlanError::Resolve(ResolveError::Unavailable(_)) => ApiError::unavailable("platform_unavailable", detail),
             PlanError::Resolve(ResolveError::Conflict(_)) => ApiError::new(StatusCode::CONFLICT, "resource_unavailable", detail),
+            PlanError::Resolve(ResolveError::Refused(code, _)) => ApiError::unprocessable(code, detail),
             PlanError::TooManyTargets { targets, max } => {
                 ApiError::unprocessable("too_many_targets", detail).with(json!({ "targets": targets, "max_targets": max }))
             }
@@ -249,10 +259,12 @@ pub async fn metrics(
     caller.require(Role::Viewer)?;
     let row = experiment(&state, &platform_name, &id).await?;
     let samples = state.store.samples(&id).await?;
-    let frontend = row.platform == "frontend";
+    let platform = row.platform.clone();
     let mut metrics = Metrics::new(row, samples)?;
-    if frontend {
-        metrics.web = Some(crate::platforms::frontend::metrics::web_metrics(&state.store, &id).await?);
+    match platform.as_str() {
+        "frontend" => metrics.web = Some(crate::platforms::frontend::metrics::web_metrics(&state.store, &id).await?),
+        "android" => metrics.android = android_report(&state, &id).await?,
+        _ => {}
     }
     Ok(Json(metrics))
 }

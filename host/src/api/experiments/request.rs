@@ -153,6 +153,7 @@ impl StartRequest {
             options: self.options.clone(),
             resources: vec![],
             scenarios,
+            capabilities: vec![],
         })
     }
 
@@ -266,12 +267,14 @@ impl StartRequest {
             return Ok(Intensity {
                 requested: 0.0,
                 min: 0.0,
+                max: 0.0,
                 step: 0.0,
                 unit: String::new(),
                 scope: IntensityScope::PerTarget,
                 graded: false,
                 ramp: false,
                 ramp_ms: None,
+                descending: false,
             });
         };
         let requested = self.intensity.unwrap_or(spec.default);
@@ -283,7 +286,18 @@ impl StartRequest {
             .with(json!({ "min": spec.min, "max": spec.max, "unit": spec.unit })));
         }
         let ramp = self.ramp.unwrap_or(true);
-        Ok(Intensity { requested, min: spec.min, step: spec.step, unit: spec.unit.clone(), scope: spec.scope, graded: true, ramp, ramp_ms: None })
+        Ok(Intensity {
+            requested,
+            min: spec.min,
+            max: spec.max,
+            step: spec.step,
+            unit: spec.unit.clone(),
+            scope: spec.scope,
+            graded: true,
+            ramp,
+            ramp_ms: None,
+            descending: spec.descending,
+        })
     }
 
     /// `ramp_seconds` in milliseconds, within the injecting phase.

@@ -47,9 +47,16 @@ pub struct PlanSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guardrails: Option<Guardrails>,
     /// What the platform put in place for the experiment (frontend: a
-    /// proxy listener per site, whose `address` the app is loaded through).
+    /// proxy listener per site, whose `address` the app is loaded through;
+    /// Android: the device lease, the installed APK, the device's proxy).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceView>,
+    /// Android: the package of the app under test (the first target).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// Android: the device it runs on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 /// A platform resource of an experiment.
@@ -82,6 +89,7 @@ impl ResourceView {
 impl PlanSummary {
     pub fn new(plan: &Plan) -> Self {
         let impact = plan.impact.as_ref();
+        let android = plan.platform == faultline_plugin_runtime::model::Platform::Android;
         PlanSummary {
             platform: plan.platform.as_str().into(),
             fault_type: plan.fault_type.clone(),
@@ -99,6 +107,8 @@ impl PlanSummary {
             cascade_depth: impact.map(|i| i.cascade_depth),
             guardrails: (plan.guardrails != Guardrails::default()).then(|| plan.guardrails.clone()),
             resources: plan.resources.iter().map(|r| ResourceView::of(r, &[])).collect(),
+            package: android.then(|| plan.targets.first().map(|t| t.name.clone())).flatten(),
+            device: android.then(|| plan.targets.first().and_then(|t| t.attributes.iter().find(|(k, _)| k == "serial")).map(|(_, v)| v.clone())).flatten(),
         }
     }
 }
@@ -195,6 +205,12 @@ pub struct Status {
     pub resources: Vec<ResourceView>,
     /// The timed scenarios and where each stands.
     pub scenarios: Vec<ScenarioStatus>,
+    /// Android: what the device reports of the app (running, foreground,
+    /// crashes, ANRs, battery, airplane mode) and the expectations as they
+    /// stand; the final verdict is in `result.expectations` once ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub android: Option<Value>,
     /// The resilience score, once ended (not for failed experiments).
     pub score: Option<f64>,
     /// Components of the score and other results.
@@ -351,6 +367,7 @@ impl Status {
             open_injections,
             resources,
             scenarios,
+            android: None,
             platform: row.platform.clone(),
             state: row.state.clone(),
             phase: row.phase.clone(),
@@ -465,6 +482,11 @@ pub struct Metrics {
     /// each Web Vital with its rating.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub web: Option<WebMetrics>,
+    /// Android: the device's last report of the app, with its crashes,
+    /// ANRs and the expectations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub android: Option<Value>,
 }
 
 /// Most points a metrics answer's series holds.
@@ -505,6 +527,7 @@ impl Metrics {
             score: row.score,
             result: row.result.as_deref().and_then(|r| serde_json::from_str(r).ok()),
             web: None,
+            android: None,
         })
     }
 }

@@ -1,9 +1,12 @@
-//! One listener of the fault proxy: a reverse proxy in front of one site
-//! (an origin), for one experiment. HTTP/1.1 with keep-alive and HTTP/2
-//! (prior knowledge, as there is no TLS) from clients; HTTP/1.1 to the
-//! origin. Bodies stream both ways; an upgrade (WebSocket) is passed
-//! through untouched once the origin agrees to it. The listener ends by
-//! itself at its time-to-live, whatever the host does.
+//! One listener of the fault proxy, for one experiment: a reverse proxy in
+//! front of one site (an origin), or, as a device's HTTP proxy, a forward
+//! proxy to whatever origin each request names. HTTP/1.1 with keep-alive
+//! and HTTP/2 (prior knowledge, as there is no TLS) from clients; HTTP/1.1
+//! to the origin. Bodies stream both ways; an upgrade (WebSocket) is passed
+//! through untouched once the origin agrees to it, and so is a forward
+//! proxy's CONNECT tunnel (HTTPS: its requests cannot be seen, so no rule
+//! acts on them). The listener ends by itself at its time-to-live,
+//! whatever the host does.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -56,8 +59,12 @@ pub(super) struct Shared {
 /// What to open.
 #[derive(Debug, Clone)]
 pub struct ListenerSpec {
-    /// The origin traffic goes to, as `http://host:port`.
+    /// The origin traffic goes to, as `http://host:port`; for a forward
+    /// proxy, the key its rules are filed under.
     pub site: String,
+    /// A forward proxy (a device's HTTP proxy): each request goes to the
+    /// origin its absolute URI names, instead of to `site`.
+    pub forward: bool,
     pub experiment: String,
     /// Where to listen; port 0 lets the system choose.
     pub bind: SocketAddr,
@@ -92,11 +99,16 @@ impl Listener {
     /// Binds and starts serving.
     pub(super) async fn open(id: String, spec: ListenerSpec, shared: Arc<Shared>) -> std::io::Result<Arc<Listener>> {
         let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
-        let origin: Uri = spec.site.parse().map_err(|e| invalid(format!("`{}` is not an origin: {e}", spec.site)))?;
-        if origin.scheme_str() != Some("http") {
-            return Err(invalid(format!("the fault proxy forwards to http origins, not `{}`", spec.site)));
-        }
-        let authority = origin.authority().map(|a| a.as_str().to_string()).ok_or_else(|| invalid(format!("`{}` has no host", spec.site)))?;
+        let authority = match spec.forward {
+            true => String::new(),
+            false => {
+                let origin: Uri = spec.site.parse().map_err(|e| invalid(format!("`{}` is not an origin: {e}", spec.site)))?;
+                if origin.scheme_str() != Some("http") {
+                    return Err(invalid(format!("the fault proxy forwards to http origins, not `{}`", spec.site)));
+                }
+                origin.authority().map(|a| a.as_str().to_string()).ok_or_else(|| invalid(format!("`{}` has no host", spec.site)))?
+            }
+        };
         let socket = TcpListener::bind(spec.bind).await?;
         let address = socket.local_addr()?;
         let listener = Arc::new(Listener {
@@ -189,10 +201,13 @@ impl Listener {
     async fn handle(self: Arc<Self>, req: Request<Incoming>, peer: SocketAddr) -> Result<Response<Body>, Cut> {
         let started = Instant::now();
         let path = req.uri().path().to_string();
-        if path == WORKER_PATH {
+        if self.spec.forward && req.method() == hyper::Method::CONNECT {
+            return Ok(self.tunnel(req));
+        }
+        if !self.spec.forward && path == WORKER_PATH {
             return Ok(self.worker());
         }
-        if path.starts_with(OWN_PREFIX) {
+        if !self.spec.forward && path.starts_with(OWN_PREFIX) {
             return Ok(self.own(&path));
         }
         let record = |status: Option<u16>, faulted: bool| self.spec.traffic.record(Outcome { status, faulted, latency: started.elapsed() });
@@ -248,12 +263,22 @@ impl Listener {
         let original_host = parts.uri.authority().map(|a| a.as_str().to_string()).or_else(|| {
             parts.headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(String::from)
         });
-        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-        parts.uri = format!("{}{path}", self.spec.site.trim_end_matches('/')).parse()?;
+        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
+        let authority = match self.spec.forward {
+            // A proxy request names its origin: `GET http://host/path`.
+            true => match (parts.uri.scheme_str(), parts.uri.authority()) {
+                (Some("http"), Some(authority)) => HeaderValue::from_str(authority.as_str())?,
+                _ => return Err(format!("a proxy request needs an absolute http URI, not `{}`", parts.uri).into()),
+            },
+            false => {
+                parts.uri = format!("{}{path}", self.spec.site.trim_end_matches('/')).parse()?;
+                self.authority.clone()
+            }
+        };
         parts.version = Version::HTTP_11;
         join_cookies(&mut parts.headers);
         strip_hop_by_hop(&mut parts.headers, upgrading);
-        parts.headers.insert(header::HOST, self.authority.clone());
+        parts.headers.insert(header::HOST, authority);
         append_forwarded(&mut parts.headers, peer, original_host.as_deref());
         let call = self.shared.client.request(Request::from_parts(parts, body));
         let mut response = tokio::time::timeout(UPSTREAM_TIMEOUT, call).await.map_err(|_| "the origin took too long to answer")??;
@@ -272,7 +297,9 @@ impl Listener {
             return Ok(response.map(|_| Empty::new().map_err(|never: Infallible| match never {}).boxed()));
         }
         strip_hop_by_hop(response.headers_mut(), false);
-        self.point_back_here(response.headers_mut());
+        if !self.spec.forward {
+            self.point_back_here(response.headers_mut());
+        }
         Ok(response.map(|body| body.map_err(BoxError::from).boxed()))
     }
 
@@ -288,6 +315,26 @@ impl Listener {
                 headers.insert(name, v);
             }
         }
+    }
+
+    /// A forward proxy's CONNECT: a tunnel to the named host, passed
+    /// through untouched (its requests are encrypted) and cut when the
+    /// listener closes.
+    fn tunnel(&self, req: Request<Incoming>) -> Response<Body> {
+        let Some(authority) = req.uri().authority().map(|a| a.to_string()) else {
+            return text(StatusCode::BAD_REQUEST, "CONNECT needs host:port".into());
+        };
+        let close = self.close.clone();
+        self.tasks.spawn(async move {
+            let Ok(upgraded) = hyper::upgrade::on(req).await else { return };
+            let Ok(Ok(mut origin)) = tokio::time::timeout(Duration::from_secs(10), tokio::net::TcpStream::connect(&authority)).await else { return };
+            let mut client = TokioIo::new(upgraded);
+            tokio::select! {
+                _ = tokio::io::copy_bidirectional(&mut client, &mut origin) => {}
+                () = close.cancelled() => {}
+            }
+        });
+        Response::new(Empty::new().map_err(|never: Infallible| match never {}).boxed())
     }
 
     /// The service worker, configured to read its rules from this listener.

@@ -166,7 +166,7 @@ impl Platform for BackendPlatform {
             metrics.insert("cpu_percent".to_string(), cpu);
             metrics.insert("memory_bytes".to_string(), memory);
         }
-        Observation { health: healthy / total, metrics }
+        Observation { health: healthy / total, metrics, ..Default::default() }
     }
 
     async fn watch(&self, _experiment: &str, targets: &[Target]) {

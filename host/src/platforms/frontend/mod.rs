@@ -233,6 +233,7 @@ impl Platform for FrontendPlatform {
         for site in sites.iter().filter(|s| s.starts_with("http://")) {
             let spec = ListenerSpec {
                 site: site.clone(),
+                forward: false,
                 experiment: experiment.into(),
                 bind: listen.get(site).copied().unwrap_or(SocketAddr::new(self.bind, 0)),
                 apply_rules: options.mode == Mode::Proxy,
@@ -303,7 +304,7 @@ impl Platform for FrontendPlatform {
 
     async fn observe(&self, experiment: &str, _targets: &[Target]) -> Observation {
         let Some(session) = self.session(experiment) else {
-            return Observation { health: 0.0, metrics: BTreeMap::from([("observed".to_string(), 0.0)]) };
+            return Observation { health: 0.0, metrics: BTreeMap::from([("observed".to_string(), 0.0)]), ..Default::default() };
         };
         let probe = self.probe(&session).await;
         let window = session.traffic.take_window();
@@ -345,7 +346,7 @@ impl Platform for FrontendPlatform {
             }
         }
         self.save_traffic(&session).await;
-        Observation { health: availability * latency * vitals_factor, metrics }
+        Observation { health: availability * latency * vitals_factor, metrics, ..Default::default() }
     }
 
     /// The experiment is over: its rules go whatever its plugin did, its
