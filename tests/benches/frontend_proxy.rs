@@ -420,6 +420,7 @@ fn faultline(runtime: &Runtime, origin: &OriginProcess, delay: Option<u32>) -> (
     let spec = ListenerSpec {
         site: origin.url(),
         forward: false,
+        loopback_alias: None,
         experiment: "bench".into(),
         bind: "127.0.0.1:0".parse().unwrap(),
         apply_rules: true,

@@ -18,6 +18,7 @@ async fn listener(proxy: &FaultProxy, origin: &Origin, apply_rules: bool, ttl: D
     let spec = ListenerSpec {
         site: origin.url(),
         forward: false,
+        loopback_alias: None,
         experiment: "exp-1".into(),
         bind: "127.0.0.1:0".parse().unwrap(),
         apply_rules,
@@ -234,6 +235,7 @@ async fn as_a_devices_http_proxy_a_listener_forwards_to_the_origin_each_request_
     let spec = ListenerSpec {
         site: "emulator-5554/dev.faultline.testapp".into(),
         forward: true,
+        loopback_alias: None,
         experiment: "exp-1".into(),
         bind: "127.0.0.1:0".parse().unwrap(),
         apply_rules: true,

@@ -25,12 +25,18 @@ impl HostProcess {
     /// until it serves. The API client carries the bootstrap key if the host
     /// printed one.
     pub fn start(data_dir: &Path, extra: &[&str]) -> HostProcess {
+        Self::start_with_env(data_dir, extra, &[])
+    }
+
+    /// The same, with more environment variables for the host.
+    pub fn start_with_env(data_dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> HostProcess {
         let port = free_port();
         let mut child = Command::new(host_binary())
             .arg("--data-dir")
             .arg(data_dir)
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(extra)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

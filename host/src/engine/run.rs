@@ -137,10 +137,12 @@ impl Run {
         self.platform.unwatch(&self.id, &self.plan.targets).await;
     }
 
-    /// Releases what the platform put in place for the experiment (its
-    /// proxy listeners); one that fails stays open for the reconciler.
+    /// Releases what the platform put in place for the experiment (proxy
+    /// listeners, a device's lease and settings), last first: what came
+    /// later may need what came before (an installed app, the emulator it
+    /// is on). One that fails stays open for the reconciler.
     async fn release_resources(&mut self) {
-        for resource in self.plan.resources.clone() {
+        for resource in self.plan.resources.clone().into_iter().rev() {
             let what = format!("{} {} for {}", resource.kind, resource.address, resource.target);
             match self.platform.release(&resource).await {
                 Ok(()) => {

@@ -65,6 +65,10 @@ pub struct ListenerSpec {
     /// A forward proxy (a device's HTTP proxy): each request goes to the
     /// origin its absolute URI names, instead of to `site`.
     pub forward: bool,
+    /// A host name that means this machine's loopback to the clients (the
+    /// Android emulator's 10.0.2.2): a forward proxy connects to 127.0.0.1
+    /// for it, keeping the name in the Host header.
+    pub loopback_alias: Option<String>,
     pub experiment: String,
     /// Where to listen; port 0 lets the system choose.
     pub bind: SocketAddr,
@@ -266,8 +270,14 @@ impl Listener {
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
         let authority = match self.spec.forward {
             // A proxy request names its origin: `GET http://host/path`.
-            true => match (parts.uri.scheme_str(), parts.uri.authority()) {
-                (Some("http"), Some(authority)) => HeaderValue::from_str(authority.as_str())?,
+            true => match (parts.uri.scheme_str(), parts.uri.authority().cloned()) {
+                (Some("http"), Some(authority)) => {
+                    if self.spec.loopback_alias.as_deref() == Some(authority.host()) {
+                        let port = authority.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+                        parts.uri = format!("http://127.0.0.1{port}{path}").parse()?;
+                    }
+                    HeaderValue::from_str(authority.as_str())?
+                }
                 _ => return Err(format!("a proxy request needs an absolute http URI, not `{}`", parts.uri).into()),
             },
             false => {

@@ -270,6 +270,8 @@ impl AndroidPlatform {
         let spec = ListenerSpec {
             site: target.id.clone(),
             forward: true,
+            // The emulator's name for the host machine's loopback.
+            loopback_alias: serial.starts_with("emulator-").then(|| "10.0.2.2".to_string()),
             experiment: experiment.into(),
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             apply_rules: true,

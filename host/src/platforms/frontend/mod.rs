@@ -234,6 +234,7 @@ impl Platform for FrontendPlatform {
             let spec = ListenerSpec {
                 site: site.clone(),
                 forward: false,
+                loopback_alias: None,
                 experiment: experiment.into(),
                 bind: listen.get(site).copied().unwrap_or(SocketAddr::new(self.bind, 0)),
                 apply_rules: options.mode == Mode::Proxy,
