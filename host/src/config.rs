@@ -22,6 +22,7 @@ pub struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant, reason = "parsed once at start; boxing would only obscure the derive")]
 pub enum Command {
     /// Serve the API (the default).
     Serve(ServeArgs),

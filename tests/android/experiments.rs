@@ -137,6 +137,27 @@ async fn the_specs_flow_installs_runs_two_scenarios_is_polled_and_stopped() {
     assert!(stopped.body["score"].as_f64().is_some());
 }
 
+#[tokio::test]
+async fn every_android_example_request_passes_every_check_of_a_start() {
+    let bench = Bench::start(SimOptions::default(), &[]);
+    let apk = bench.upload().await;
+    let examples = faultline_tests::paths::workspace_root().join("examples/requests");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.file_name().unwrap().to_string_lossy().starts_with("android-") {
+            continue;
+        }
+        // The examples name the test app, and `APK_ID` where its upload's id goes.
+        let body: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap().replace("APK_ID", &apk)).unwrap();
+        let reply = bench.host.api.post_json("/experiments/android/preview", &body).await;
+        assert_eq!(reply.status, 200, "{}: {}", path.display(), reply.text);
+        assert_eq!(reply.body["package"], TEST_APP, "{}", reply.text);
+        checked += 1;
+    }
+    assert!(checked >= 5, "found {checked} Android example requests");
+}
+
 /// Phases of a short experiment: baseline, injecting, recovering (seconds).
 fn phases(baseline: f64, injecting: f64, recovering: f64) -> Value {
     json!({"baseline_seconds": baseline, "injecting_seconds": injecting, "recovering_seconds": recovering})

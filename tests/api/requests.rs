@@ -145,6 +145,10 @@ async fn every_example_request_file_passes_every_check_of_a_start() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let platform = name.split('-').next().unwrap().to_string();
+        // Android's need a device and an uploaded APK: `tests/android/experiments.rs` checks them.
+        if platform == "android" {
+            continue;
+        }
         let text = std::fs::read_to_string(&path).unwrap().replace("http://127.0.0.1:8080", &app.origin());
         let body: Value = serde_json::from_str(&text).unwrap();
         let reply = host.api.post_json(&format!("/experiments/{platform}/preview"), &body).await;

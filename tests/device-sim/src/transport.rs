@@ -140,14 +140,11 @@ pub async fn serve(socket: TcpStream, banner: String, open: Services, on_connect
                 let service = String::from_utf8_lossy(&packet.data).trim_end_matches('\0').to_string();
                 let stream = transport.new_stream(packet.arg0);
                 let local = stream.local;
-                match open(&service, stream, transport.clone()) {
-                    // Accepted before the service writes anything, as adbd does.
-                    Some(service) => {
-                        transport.send(Packet::new(OKAY, local, packet.arg0, vec![]));
-                        tokio::spawn(service);
-                    }
-                    // A refused OPEN is closed without an OKAY (the dropped stream sent CLSE).
-                    None => {}
+                // Accepted before the service writes anything, as adbd does; a
+                // refused OPEN is closed without an OKAY (the dropped stream sent CLSE).
+                if let Some(service) = open(&service, stream, transport.clone()) {
+                    transport.send(Packet::new(OKAY, local, packet.arg0, vec![]));
+                    tokio::spawn(service);
                 }
             }
             OKAY => {

@@ -87,7 +87,7 @@ fn main() {
     let sdk = config.get("image.sysdir.1").and_then(|s| s.split("android-").nth(1)).and_then(|s| s.split('/').next()).and_then(|s| s.parse::<u32>().ok()).unwrap_or(34);
     let density = config.get("hw.lcd.density").cloned().unwrap_or_else(|| "420".into());
     let port: u16 = flags.get("-port").and_then(|p| p.parse().ok()).unwrap_or(5554);
-    if port % 2 != 0 {
+    if !port.is_multiple_of(2) {
         fail(&format!("emulator: ERROR: the console port number must be even, not {port}."));
     }
     let mut args = vec![
