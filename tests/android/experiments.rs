@@ -141,13 +141,8 @@ async fn the_specs_flow_installs_runs_two_scenarios_is_polled_and_stopped() {
 async fn every_android_example_request_passes_every_check_of_a_start() {
     let bench = Bench::start(SimOptions::default(), &[]);
     let apk = bench.upload().await;
-    let examples = faultline_tests::paths::workspace_root().join("examples/requests");
     let mut checked = 0;
-    for entry in std::fs::read_dir(&examples).unwrap() {
-        let path = entry.unwrap().path();
-        if !path.file_name().unwrap().to_string_lossy().starts_with("android-") {
-            continue;
-        }
+    for (_, path) in faultline_tests::paths::example_requests().into_iter().filter(|(platform, _)| platform == "android") {
         // The examples name the test app, and `APK_ID` where its upload's id goes.
         let body: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap().replace("APK_ID", &apk)).unwrap();
         let reply = bench.host.api.post_json("/experiments/android/preview", &body).await;

@@ -137,14 +137,10 @@ async fn a_platform_the_host_does_not_serve_is_unavailable_not_an_error_of_the_r
 async fn every_example_request_file_passes_every_check_of_a_start() {
     let dir = tempfile::tempdir().unwrap();
     let host = InProcessHost::start(dir.path(), Options::default()).await;
-    let examples = faultline_tests::paths::workspace_root().join("examples/requests");
     // The frontend's examples name an app on 127.0.0.1:8080: the test app stands in.
     let app = faultline_tests::WebApp::start().await;
     let mut checked = 0;
-    for entry in std::fs::read_dir(&examples).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let platform = name.split('-').next().unwrap().to_string();
+    for (platform, path) in faultline_tests::paths::example_requests() {
         // Android's need a device and an uploaded APK: `tests/android/experiments.rs` checks them.
         if platform == "android" {
             continue;

@@ -11,6 +11,19 @@ pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
 }
 
+/// The request files in `examples/requests`, each with the platform its
+/// name starts with (`backend-kill.json` is a backend start).
+pub fn example_requests() -> Vec<(String, PathBuf)> {
+    let dir = workspace_root().join("examples/requests");
+    let mut examples: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|entry| entry.expect("an entry of examples/requests").path())
+        .map(|path| (path.file_name().unwrap().to_string_lossy().split('-').next().unwrap().to_string(), path))
+        .collect();
+    examples.sort();
+    examples
+}
+
 /// The cargo target directory this test binary was built into.
 pub fn target_dir() -> PathBuf {
     // target/<profile>/deps/<test binary>
